@@ -1,0 +1,18 @@
+// Declarations and registration of the conversion passes out of quill.
+#pragma once
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::quill {
+
+#define GEN_PASS_DECL
+#include "compiler/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Conversion/Passes.h.inc"
+
+} // namespace mlir::quill

@@ -1,0 +1,36 @@
+// Conversion passes out of the quill dialect.
+#ifndef QUILL_CONVERSION_PASSES_TD
+#define QUILL_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
+  let summary = "Lowers quill compute ops to linalg, tensor, arith and math";
+  let description = [{
+    Rewrites every quill compute op (normally inside kernels made by
+    `quill-outline-kernels`) into `linalg.generic` ops on tensors plus
+    `tensor`, `arith` and `math` ops. Reductions carry `fastmath<reassoc,
+    contract>` so that the code generator may vectorize them and form FMAs.
+    Tiled ops (`tile [%b, %e]`) compute only their output rows.
+
+    Before:
+    ```mlir
+    %y = quill.add %a, %b : tensor<64xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<64xf32>
+    %y = linalg.generic {...} ins(%a, %b : ...) outs(%e : tensor<64xf32>) {
+      ^bb0(%x: f32, %z: f32, %o: f32):
+        %s = arith.addf %x, %z : f32
+        linalg.yield %s : f32
+    } -> tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
+}
+
+#endif // QUILL_CONVERSION_PASSES_TD

@@ -1,0 +1,66 @@
+// Small builders shared by the quill-to-linalg lowerings.
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+
+using namespace mlir;
+
+namespace mlir::quill {
+
+arith::FastMathFlagsAttr reductionFastMath(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+}
+
+Value f32Constant(OpBuilder &b, Location loc, float value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                   float value) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
+  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, value)},
+                                ValueRange{empty})
+      ->getResult(0);
+}
+
+Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   ArrayRef<OpFoldResult> sizes, std::optional<float> value) {
+  Value full = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, full, zeros, sizes, ones);
+  if (!value)
+    return slice;
+  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, *value)},
+                                ValueRange{slice})
+      ->getResult(0);
+}
+
+Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators,
+                   const ScalarBody &body) {
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                ValueRange{body(nested, nestedLoc, args)});
+      });
+  return generic->getResult(0);
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                       Value init, const ScalarBody &body) {
+  unsigned rank = cast<RankedTensorType>(init.getType()).getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps(inputs.size() + 1, identity);
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return buildGeneric(b, loc, inputs, init, maps, iterators, body);
+}
+
+Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
+  if (value.getType() == type)
+    return value;
+  return tensor::CastOp::create(b, loc, type, value);
+}
+
+} // namespace mlir::quill

@@ -1,0 +1,45 @@
+// Small builders shared by the quill-to-linalg lowerings.
+#pragma once
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <functional>
+
+namespace mlir::quill {
+
+/// The body of a generic: block arguments in, the value to yield out.
+using ScalarBody = std::function<Value(OpBuilder &, Location, ValueRange)>;
+
+/// Flags that let a reduction be reassociated (vectorized) and contracted
+/// into FMAs. Results then depend on the vector width but never on threads.
+arith::FastMathFlagsAttr reductionFastMath(OpBuilder &b);
+
+/// A tensor of `sizes` filled with `value`.
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                   float value);
+
+/// A tensor of static `shape` (a fixed-size, stack-promotable buffer) of
+/// which the leading `sizes` part is returned, filled with `value` when given.
+Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   ArrayRef<OpFoldResult> sizes, std::optional<float> value);
+
+/// A linalg.generic over `numLoops` loops with the given maps and iterators,
+/// yielding `body`'s value into `init`.
+Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators,
+                   const ScalarBody &body);
+
+/// An elementwise generic over rank-`rank` operands all shaped like `init`.
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                       Value init, const ScalarBody &body);
+
+/// A constant f32.
+Value f32Constant(OpBuilder &b, Location loc, float value);
+
+/// `value` as the op's declared result type (a tensor.cast where they differ).
+Value castTo(OpBuilder &b, Location loc, Value value, Type type);
+
+} // namespace mlir::quill

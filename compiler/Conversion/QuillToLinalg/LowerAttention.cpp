@@ -1,0 +1,144 @@
+// quill.attention -> scores, softmax and weighted sum as linalg.generic ops
+// over [kv head, query head in group, position], for kv heads [begin, end).
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+using utils::IteratorType;
+
+struct LowerAttention : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    PatternRewriter &b = rewriter;
+    const int64_t kvHeads = op.getNumKvHeads();
+    const int64_t group = op.getNumHeads() / kvHeads;
+    const int64_t headDim = op.getHeadDim();
+    const int64_t context = op.getKeys().getType().getDimSize(0);
+    auto f32 = b.getF32Type();
+    auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+
+    // Kv heads [begin, end) and cached positions [0, pos].
+    OpFoldResult begin = index(0), units = index(kvHeads);
+    if (op.isTiled()) {
+      begin = op.getTile()[0];
+      units = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
+    }
+    OpFoldResult positions =
+        arith::AddIOp::create(b, loc, op.getPos(),
+                              arith::ConstantIndexOp::create(b, loc, 1))
+            .getResult();
+
+    // Views: q as [kv head, group, d]; caches as [position, kv head, d].
+    Value query = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
+        op.getQuery(), SmallVector<ReassociationIndices>{{0, 1, 2}});
+    auto cacheView = [&](Value cache) {
+      Value view = tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
+          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      return tensor::ExtractSliceOp::create(
+                 b, loc, view, ArrayRef<OpFoldResult>{index(0), begin, index(0)},
+                 ArrayRef<OpFoldResult>{positions, units, index(headDim)},
+                 ArrayRef<OpFoldResult>{index(1), index(1), index(1)})
+          .getResult();
+    };
+    query = tensor::ExtractSliceOp::create(
+        b, loc, query, ArrayRef<OpFoldResult>{begin, index(0), index(0)},
+        ArrayRef<OpFoldResult>{units, index(group), index(headDim)},
+        ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
+    Value keys = cacheView(op.getKeys());
+    Value values = cacheView(op.getValues());
+
+    AffineExpr k, g, t, d;
+    bindDims(ctx, k, g, t, d);
+    auto map3 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(3, 0, exprs, ctx); };
+    auto map4 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(4, 0, exprs, ctx); };
+    auto fastMath = reductionFastMath(b);
+    SmallVector<IteratorType> par3(3, IteratorType::parallel);
+    SmallVector<IteratorType> reduceLast = {IteratorType::parallel, IteratorType::parallel,
+                                            IteratorType::reduction};
+
+    // scores[k, g, t] = sum_d q[k, g, d] * K[t, k, d], then / sqrt(head_dim).
+    Value scores = scratchSlice(b, loc, {kvHeads, group, context},
+                                {units, index(group), positions}, 0.0f);
+    scores = buildGeneric(
+        b, loc, ValueRange{query, keys}, scores,
+        {map4({k, g, d}), map4({t, k, d}), map4({k, g, t})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
+          return arith::AddFOp::create(nb, l, args[2], product, fastMath);
+        });
+    Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
+    scores = buildElementwise(b, loc, ValueRange{}, scores,
+                              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                return arith::DivFOp::create(nb, l, args[0], root);
+                              });
+
+    // Softmax over t: max, exp(s - max), sum, divide.
+    auto rowReduce = [&](Value input, float init, bool isMax) {
+      Value acc = scratchSlice(b, loc, {kvHeads, group}, {units, index(group)}, init);
+      return buildGeneric(b, loc, ValueRange{input}, acc,
+                          {map3({k, g, t}), map3({k, g})}, reduceLast,
+                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            if (isMax)
+                              return arith::MaximumFOp::create(nb, l, args[1], args[0]);
+                            return arith::AddFOp::create(nb, l, args[1], args[0]);
+                          });
+    };
+    auto rowBroadcast = [&](Value input, Value row,
+                            std::function<Value(OpBuilder &, Location, Value, Value)> fn) {
+      return buildGeneric(b, loc, ValueRange{row}, input,
+                          {map3({k, g}), map3({k, g, t})}, par3,
+                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            return fn(nb, l, args[1], args[0]);
+                          });
+    };
+    Value max = rowReduce(scores, -std::numeric_limits<float>::infinity(), true);
+    Value exps = rowBroadcast(scores, max, [](OpBuilder &nb, Location l, Value s, Value m) {
+      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, s, m)).getResult();
+    });
+    Value sum = rowReduce(exps, 0.0f, false);
+    Value probs = rowBroadcast(exps, sum, [](OpBuilder &nb, Location l, Value e, Value s) {
+      return arith::DivFOp::create(nb, l, e, s).getResult();
+    });
+
+    // out[k, g, d] = sum_t p[k, g, t] * V[t, k, d]  (loops k, g, d, t)
+    AffineExpr dd = getAffineDimExpr(2, ctx), tt = getAffineDimExpr(3, ctx);
+    Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
+                             {units, index(group), index(headDim)}, 0.0f);
+    out = buildGeneric(
+        b, loc, ValueRange{probs, values}, out,
+        {map4({k, g, tt}), map4({tt, k, dd}), map4({k, g, dd})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
+          return arith::AddFOp::create(nb, l, args[2], product, fastMath);
+        });
+    Value flat = tensor::CollapseShapeOp::create(
+        b, loc, out, SmallVector<ReassociationIndices>{{0, 1, 2}});
+    rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::quill::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttention>(patterns.getContext());
+}

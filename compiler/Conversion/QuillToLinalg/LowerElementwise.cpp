@@ -1,0 +1,106 @@
+// quill.add, quill.swiglu and quill.rope -> elementwise linalg.generic ops.
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+}
+
+struct LowerAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), ValueRange{op.getLhs(), op.getRhs()},
+        emptyLike(rewriter, op.getLoc(), op.getType()),
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::AddFOp::create(b, l, args[0], args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerSwiGLU : OpRewritePattern<SwiGLUOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SwiGLUOp op, PatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), ValueRange{op.getGate(), op.getUp()},
+        emptyLike(rewriter, op.getLoc(), op.getType()),
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          // silu(g) = g * (1 / (1 + exp(-g))); then times up.
+          Value gate = args[0];
+          Value expNeg = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, gate));
+          Value one = f32Constant(b, l, 1.0f);
+          Value sigmoid = arith::DivFOp::create(
+              b, l, one, arith::AddFOp::create(b, l, one, expNeg));
+          Value silu = arith::MulFOp::create(b, l, gate, sigmoid);
+          return arith::MulFOp::create(b, l, silu, args[1]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Each output element reads its pair (x[2j], x[2j+1]) and rotates it by
+/// pos / theta^(d / head_dim), d = 2j mod head_dim.
+struct LowerRoPE : OpRewritePattern<RoPEOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RoPEOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    Value pos = op.getPos();
+    int64_t headDim = op.getHeadDim();
+    float theta = op.getTheta().convertToFloat();
+    Value result = buildElementwise(
+        rewriter, loc, ValueRange{}, emptyLike(rewriter, loc, op.getType()),
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          auto toF32 = [&](Value index) {
+            Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), index);
+            return arith::SIToFPOp::create(b, l, b.getF32Type(), i64).getResult();
+          };
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value two = arith::ConstantIndexOp::create(b, l, 2);
+          Value parity = arith::RemUIOp::create(b, l, i, two);
+          Value first = arith::SubIOp::create(b, l, i, parity);
+          Value second = arith::AddIOp::create(
+              b, l, first, arith::ConstantIndexOp::create(b, l, 1));
+          Value d = arith::RemUIOp::create(
+              b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
+          Value ratio = arith::DivFOp::create(b, l, toF32(d),
+                                              f32Constant(b, l, float(headDim)));
+          Value power = math::PowFOp::create(b, l, f32Constant(b, l, theta), ratio);
+          Value freq = arith::DivFOp::create(b, l, f32Constant(b, l, 1.0f), power);
+          Value angle = arith::MulFOp::create(b, l, toF32(pos), freq);
+          Value cos = math::CosOp::create(b, l, angle);
+          Value sin = math::SinOp::create(b, l, angle);
+          Value v0 = tensor::ExtractOp::create(b, l, input, ValueRange{first});
+          Value v1 = tensor::ExtractOp::create(b, l, input, ValueRange{second});
+          Value even = arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, v0, cos),
+                                             arith::MulFOp::create(b, l, v1, sin));
+          Value odd = arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, v0, sin),
+                                            arith::MulFOp::create(b, l, v1, cos));
+          Value isOdd = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, parity,
+                                              arith::ConstantIndexOp::create(b, l, 0));
+          return arith::SelectOp::create(b, l, isOdd, odd, even);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::quill::populateLowerElementwisePatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAdd, LowerSwiGLU, LowerRoPE>(patterns.getContext());
+}

@@ -1,0 +1,19 @@
+// Rewrite patterns from quill compute ops to linalg on tensors, by op family.
+#pragma once
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::quill {
+
+/// quill.linear and quill.logits: matrix-vector products.
+void populateLowerMatVecPatterns(RewritePatternSet &patterns);
+/// quill.rmsnorm.
+void populateLowerNormPatterns(RewritePatternSet &patterns);
+/// quill.add, quill.swiglu, quill.rope.
+void populateLowerElementwisePatterns(RewritePatternSet &patterns);
+/// quill.embedding and quill.kv_write: reads and writes of state.
+void populateLowerStatePatterns(RewritePatternSet &patterns);
+/// quill.attention.
+void populateLowerAttentionPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::quill

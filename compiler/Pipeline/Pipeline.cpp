@@ -1,0 +1,81 @@
+// The lowering pipeline: quill -> kernels -> linalg -> loops -> LLVM dialect.
+#include "compiler/Pipeline/Pipeline.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+namespace quill {
+
+namespace {
+struct StageInfo {
+  Stage stage;
+  const char *name;
+};
+constexpr StageInfo kStages[] = {
+    {Stage::Quill, "quill"},   {Stage::Kernels, "kernels"},
+    {Stage::Linalg, "linalg"}, {Stage::Loops, "loops"},
+    {Stage::LLVMDialect, "llvm-dialect"}, {Stage::LLVMIR, "llvm"},
+    {Stage::Asm, "asm"}};
+} // namespace
+
+std::optional<Stage> parseStage(llvm::StringRef name) {
+  for (const StageInfo &info : kStages)
+    if (name == info.name)
+      return info.stage;
+  return std::nullopt;
+}
+
+const char *stageName(Stage stage) {
+  for (const StageInfo &info : kStages)
+    if (info.stage == stage)
+      return info.name;
+  return "?";
+}
+
+const char *stageNames() {
+  return "quill|kernels|linalg|loops|llvm-dialect|llvm|asm";
+}
+
+std::string stagePipeline(Stage stage, const PipelineOptions &options) {
+  switch (stage) {
+  case Stage::Quill:
+    // The import contract, then sharing of repeated weight references.
+    return "quill-verify-step,cse";
+  case Stage::Kernels:
+    return "quill-outline-kernels{matvec-grain=" +
+           std::to_string(options.matvecGrain) + "}";
+  case Stage::Linalg:
+    return "quill-lower-to-linalg,canonicalize,cse";
+  case Stage::Loops:
+    // Temporaries are fixed-size, so they all live on the stack: a step
+    // allocates no heap memory.
+    return "eliminate-empty-tensors,one-shot-bufferize,canonicalize,cse,"
+           "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4194304 "
+           "max-rank-of-allocated-memref=4}),"
+           "quill-copies-to-linalg,convert-linalg-to-loops,canonicalize,cse";
+  case Stage::LLVMDialect:
+    return "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+           "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+           "convert-index-to-llvm,"
+           "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+           "convert-cf-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts,"
+           "quill-emit-kernel-abi,canonicalize";
+  case Stage::LLVMIR:
+  case Stage::Asm:
+    return "";
+  }
+  return "";
+}
+
+mlir::LogicalResult addLoweringPasses(mlir::OpPassManager &pm, Stage last,
+                                      const PipelineOptions &options) {
+  for (const StageInfo &info : kStages) {
+    if (info.stage > last || info.stage > Stage::LLVMDialect)
+      break;
+    if (mlir::failed(mlir::parsePassPipeline(stagePipeline(info.stage, options), pm,
+                                             llvm::errs())))
+      return mlir::failure();
+  }
+  return mlir::success();
+}
+
+} // namespace quill

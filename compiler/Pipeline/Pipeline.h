@@ -1,0 +1,36 @@
+// The one lowering pipeline shared by quill-compile and quill-opt, cut into
+// named stages that --emit can stop at.
+#pragma once
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace quill {
+
+/// Stages of compilation, in order. The MLIR stages end with LLVMDialect;
+/// LLVMIR and Asm are produced by the CPU target from that.
+enum class Stage { Quill, Kernels, Linalg, Loops, LLVMDialect, LLVMIR, Asm };
+
+/// "quill", "kernels", "linalg", "loops", "llvm-dialect", "llvm", "asm".
+std::optional<Stage> parseStage(llvm::StringRef name);
+const char *stageName(Stage stage);
+/// All stage names separated by '|', for help texts and errors.
+const char *stageNames();
+
+struct PipelineOptions {
+  int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
+};
+
+/// The textual pass pipeline that runs the passes of `stage` alone (the step
+/// from the previous stage to this one), e.g. for printing with --emit.
+std::string stagePipeline(Stage stage, const PipelineOptions &options);
+
+/// Adds the passes taking a freshly imported module up to `last` (an MLIR
+/// stage) to `pm`.
+mlir::LogicalResult addLoweringPasses(mlir::OpPassManager &pm, Stage last,
+                                      const PipelineOptions &options);
+
+} // namespace quill

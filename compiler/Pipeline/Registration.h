@@ -1,0 +1,18 @@
+// Registers everything a Quill tool needs from MLIR: dialects, passes, and
+// the named pipelines.
+#pragma once
+
+namespace mlir {
+class DialectRegistry;
+}
+
+namespace quill {
+
+/// The quill dialect plus every upstream dialect and interface model.
+void registerDialects(mlir::DialectRegistry &registry);
+
+/// Every upstream pass, every quill pass, and the pipelines
+/// `quill-pipeline-to-<stage>` (one per stage) for replay in quill-opt.
+void registerPasses();
+
+} // namespace quill

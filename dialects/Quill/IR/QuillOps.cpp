@@ -1,0 +1,157 @@
+// Verifiers of the quill ops: reject ill-shaped graphs, naming the mismatch.
+#include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::quill;
+
+/// " 'NAME'" when `value` is a named weight, so diagnostics can say which.
+static std::string weightName(Value value) {
+  if (auto weight = value.getDefiningOp<WeightOp>())
+    return (" '" + weight.getName() + "'").str();
+  return "";
+}
+
+static int64_t dimOf(Value value, unsigned i) {
+  return cast<RankedTensorType>(value.getType()).getDimSize(i);
+}
+
+/// Sizes must agree unless one is dynamic (tiled kernel forms).
+static bool mismatch(int64_t a, int64_t b) {
+  return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+}
+
+static LogicalResult verifyTile(Operation *op, ValueRange tile) {
+  if (!tile.empty() && tile.size() != 2)
+    return op->emitOpError("tile takes a begin and an end, got ")
+           << tile.size() << " values";
+  return success();
+}
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a non-empty weight name");
+  if (!getType().hasStaticShape())
+    return emitOpError("weight '") << getName() << "' must have a static shape";
+  return success();
+}
+
+LogicalResult KVCacheOp::verify() {
+  if (getKind() != "key" && getKind() != "value")
+    return emitOpError("kind must be \"key\" or \"value\", got \"")
+           << getKind() << "\"";
+  if (getLayer() < 0)
+    return emitOpError("layer must be non-negative, got ") << getLayer();
+  if (!getType().hasStaticShape())
+    return emitOpError("cache must have a static shape");
+  return success();
+}
+
+LogicalResult KVWriteOp::verify() {
+  if (mismatch(dimOf(getRow(), 0), dimOf(getCache(), 1)))
+    return emitOpError("row has ")
+           << dimOf(getRow(), 0) << " elements but the cache rows have "
+           << dimOf(getCache(), 1);
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
+    return emitOpError("table") << weightName(getTable()) << " rows have "
+                                << dimOf(getTable(), 1)
+                                << " elements but the result has "
+                                << dimOf(getResult(), 0);
+  return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (mismatch(dimOf(getInput(), 0), dimOf(getWeight(), 0)))
+    return emitOpError("weight") << weightName(getWeight()) << " has "
+                                 << dimOf(getWeight(), 0)
+                                 << " elements but the input has "
+                                 << dimOf(getInput(), 0);
+  if (!(getEps().convertToFloat() > 0.0f))
+    return emitOpError("eps must be positive");
+  return success();
+}
+
+/// Shared by quill.linear and quill.logits.
+static LogicalResult verifyMatVec(Operation *op, Value input, Value weight,
+                                  Value result, ValueRange tile) {
+  if (failed(verifyTile(op, tile)))
+    return failure();
+  if (mismatch(dimOf(weight, 1), dimOf(input, 0)))
+    return op->emitOpError("weight")
+           << weightName(weight) << " has " << dimOf(weight, 1)
+           << " columns but the input has " << dimOf(input, 0) << " elements";
+  if (tile.empty() && mismatch(dimOf(weight, 0), dimOf(result, 0)))
+    return op->emitOpError("weight")
+           << weightName(weight) << " has " << dimOf(weight, 0)
+           << " rows but the result has " << dimOf(result, 0) << " elements";
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  return verifyMatVec(*this, getInput(), getWeight(), getResult(), getTile());
+}
+
+LogicalResult LogitsOp::verify() {
+  return verifyMatVec(*this, getInput(), getWeight(), getResult(), getTile());
+}
+
+LogicalResult RoPEOp::verify() {
+  int64_t headDim = getHeadDim();
+  if (headDim <= 0 || headDim % 2 != 0)
+    return emitOpError("head_dim must be positive and even, got ") << headDim;
+  if (mismatch(dimOf(getInput(), 0) % headDim, 0))
+    return emitOpError("input of ")
+           << dimOf(getInput(), 0) << " elements is not a whole number of "
+           << headDim << "-wide heads";
+  if (!(getTheta().convertToFloat() > 0.0f))
+    return emitOpError("theta must be positive");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyTile(*this, getTile())))
+    return failure();
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads (")
+           << heads << ") must be a positive multiple of num_kv_heads ("
+           << kvHeads << ")";
+  int64_t width = dimOf(getQuery(), 0);
+  if (ShapedType::isDynamic(width) || width % heads != 0)
+    return emitOpError("query of ") << width << " elements does not split into "
+                                    << heads << " heads";
+  int64_t headDim = width / heads;
+  if (getKeys().getType() != getValues().getType())
+    return emitOpError("keys and values caches differ in shape");
+  if (mismatch(dimOf(getKeys(), 1), headDim * kvHeads))
+    return emitOpError("cache rows have ")
+           << dimOf(getKeys(), 1) << " elements but " << kvHeads
+           << " kv heads of " << headDim << " need " << headDim * kvHeads;
+  if (!isTiled() && mismatch(dimOf(getResult(), 0), width))
+    return emitOpError("result has ")
+           << dimOf(getResult(), 0) << " elements but the query has " << width;
+  return success();
+}
+
+LogicalResult DispatchOp::verify() {
+  if (getWork() <= 0 || getGrain() <= 0)
+    return emitOpError("work and grain must be positive");
+  for (Attribute attr : getBindings()) {
+    auto binding = cast<BindingAttr>(attr);
+    StringRef space = binding.getSpace();
+    if (space != "weights" && space != "kv" && space != "scratch")
+      return emitOpError("unknown memory space \"") << space << "\"";
+    if (binding.getOffset() < 0 || binding.getBytes() <= 0)
+      return emitOpError("binding range must be non-negative and non-empty");
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Quill/IR/QuillOps.cpp.inc"

@@ -1,0 +1,253 @@
+// Operations of the quill dialect: the model-level step and its schedule.
+#ifndef QUILL_OPS_TD
+#define QUILL_OPS_TD
+
+include "dialects/Quill/IR/QuillBase.td"
+include "dialects/Quill/IR/QuillAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// State: weights and the KV cache
+//===----------------------------------------------------------------------===//
+
+def Quill_WeightOp : Quill_Op<"weight", [Pure]> {
+  let summary = "A weight tensor, referenced by name into the weight table";
+  let description = [{
+    Stands for the tensor `name` of the model's weight table. The data stays
+    in the model file and later in the artifact's mapped weight blob; it is
+    never inlined into the IR.
+
+    ```mlir
+    %wq = quill.weight "layers.0.wq" : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Quill_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Quill_KVCacheOp : Quill_Op<"kv_cache", [Pure]> {
+  let summary = "The key or value cache of one layer: [context, kv width]";
+  let description = [{
+    The cached keys (`kind = "key"`) or values (`"value"`) of layer `layer`,
+    one row per position of the context. Its state persists across steps.
+
+    ```mlir
+    %k = quill.kv_cache "key" layer 0 : tensor<512x32xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, I64Attr:$layer);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = "$kind `layer` $layer attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Quill_KVWriteOp : Quill_Op<"kv_write",
+    [AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
+  let summary = "Stores the key or value row of position `pos` into a cache";
+  let description = [{
+    Returns `cache` with row `pos` replaced by `row`. It writes the persistent
+    cache state, so it is never removed as dead code.
+
+    ```mlir
+    %k1 = quill.kv_write %krow into %k at %pos : tensor<32xf32> into tensor<512x32xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$row, Quill_Matrix:$cache, Index:$pos);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = [{
+    $row `into` $cache `at` $pos attr-dict `:` type($row) `into` type($cache)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
+  let summary = "Looks up the embedding row of a token";
+  let description = [{
+    ```mlir
+    %x = quill.embedding %table[%token] : tensor<512x64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$table, Index:$token);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $table `[` $token `]` attr-dict `:` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square normalization scaled by a weight";
+  let description = [{
+    `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`.
+
+    ```mlir
+    %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$input, Quill_Vector:$weight, F32Attr:$eps);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+class Quill_MatVecOp<string mnemonic, string what> : Quill_Op<mnemonic, [Pure]> {
+  let arguments = (ins Quill_Vector:$input, Quill_Matrix:$weight,
+                       Variadic<Index>:$tile);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
+    type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether this op computes only the rows [tile[0], tile[1]) (in a kernel).
+    bool isTiled() { return !getTile().empty(); }
+  }];
+}
+
+def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
+  let summary = "A linear layer without bias: `result = weight @ input`";
+  let description = [{
+    `weight` has one row per output. Inside a kernel, `tile [%b, %e]` restricts
+    the op to output rows `[b, e)` and the result holds just those rows.
+
+    ```mlir
+    %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>
+    ```
+  }];
+}
+
+def Quill_LogitsOp : Quill_MatVecOp<"logits", "classifier"> {
+  let summary = "The final classifier: one logit per vocabulary entry";
+  let description = [{
+    Same arithmetic as `quill.linear`; kept apart because it is the step's
+    output and the largest matrix, so passes and the runtime treat it apart.
+
+    ```mlir
+    %l = quill.logits %h, %wcls : tensor<64xf32>, tensor<512x64xf32> -> tensor<512xf32>
+    ```
+  }];
+}
+
+def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding of interleaved pairs, per head";
+  let description = [{
+    For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
+    rotates by the angle `pos / theta^(d / head_dim)` (llama2.c's layout).
+
+    ```mlir
+    %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$input, Index:$pos, I64Attr:$head_dim,
+                       F32Attr:$theta);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
+  let summary = "Multi-head attention of one query over cached positions 0..pos";
+  let description = [{
+    For each query head `h` (kv head `h / (num_heads / num_kv_heads)`):
+    scores over cached positions `0..pos` scaled by `1/sqrt(head_dim)`,
+    softmax, and the weighted sum of cached values. Inside a kernel,
+    `tile [%b, %e]` restricts the op to query heads `[b, e)`.
+
+    ```mlir
+    %o = quill.attention %q, %k, %v at %pos {num_heads = 8 : i64, num_kv_heads = 4 : i64}
+        : tensor<64xf32>, tensor<512x32xf32>, tensor<512x32xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$query, Quill_Matrix:$keys,
+                       Quill_Matrix:$values, Index:$pos, I64Attr:$num_heads,
+                       I64Attr:$num_kv_heads, Variadic<Index>:$tile);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
+    `:` type($query) `,` type($keys) `,` type($values) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
+    int64_t getHeadDim() {
+      return getQuery().getType().getDimSize(0) / getNumHeads();
+    }
+  }];
+}
+
+def Quill_SwiGLUOp : Quill_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "SwiGLU activation: `silu(gate) * up`";
+  let description = [{
+    ```mlir
+    %a = quill.swiglu %g, %u : tensor<172xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$gate, Quill_Vector:$up);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Quill_AddOp : Quill_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Elementwise sum, the residual connection";
+  let description = [{
+    ```mlir
+    %x1 = quill.add %x, %o : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$lhs, Quill_Vector:$rhs);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule: what quill-outline-kernels leaves for the runtime
+//===----------------------------------------------------------------------===//
+
+def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
+  let summary = "The ordered kernel launches of one step, with their memory plan";
+  let description = [{
+    Holds the `quill.dispatch` ops of one step in execution order. The
+    attributes give the runtime its memory plan: the bytes of scratch
+    (activations), of KV cache and of weights, where the logits land, and the
+    byte offset of every named weight in the weight blob.
+  }];
+  let arguments = (ins StrAttr:$name, I64Attr:$scratch_bytes,
+                       I64Attr:$kv_bytes, I64Attr:$weight_bytes,
+                       Quill_BindingAttr:$logits,
+                       DictionaryAttr:$weight_offsets);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$name attr-dict-with-keyword $body";
+}
+
+def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
+  let summary = "Launches a kernel over `work` units in chunks of `grain`";
+  let description = [{
+    The runtime calls `kernel(bindings, token, pos, begin, end)` for disjoint
+    ranges `[begin, end)` covering `[0, work)`, each a multiple of `grain`
+    long except the last, possibly in parallel. Results do not depend on how
+    the range is split.
+
+    ```mlir
+    quill.dispatch @linear_64x64([#quill.binding<"scratch", 0, 256>, ...]) work(64, 8)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel,
+                       TypedArrayAttrBase<Quill_BindingAttr, "bindings">:$bindings,
+                       I64Attr:$work, I64Attr:$grain);
+  let assemblyFormat = [{
+    $kernel `(` $bindings `)` `work` `(` $work `,` $grain `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // QUILL_OPS_TD

@@ -1,0 +1,268 @@
+// quill-outline-kernels: @step becomes a schedule of kernel dispatches plus a
+// memory plan; each distinct op signature becomes one kernel function.
+#include "dialects/Quill/IR/QuillDialect.h"
+#include "dialects/Quill/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+
+namespace mlir::quill {
+#define GEN_PASS_DEF_OUTLINEKERNELS
+#include "dialects/Quill/Transforms/Passes.h.inc"
+} // namespace mlir::quill
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+constexpr int64_t kAlignment = 64; // One cache line; a whole AVX-512 vector.
+
+int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+int64_t byteSize(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         tensor.getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+/// Where every tensor value of @step lives at run time.
+struct MemoryPlan {
+  int64_t weightBytes = 0, kvBytes = 0, scratchBytes = 0;
+  llvm::StringMap<std::pair<int64_t, Type>> weights;
+  std::map<std::pair<std::string, int64_t>, int64_t> caches;
+  DenseMap<Value, BindingAttr> bindings;
+};
+
+/// How a kernel splits its work: `work` units, each `rowsPerUnit` output
+/// elements, in chunks of `grain` units.
+struct Tiling {
+  int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
+};
+
+Tiling tilingOf(Operation *op, int64_t matvecGrain) {
+  Tiling tiling;
+  if (isa<LinearOp, LogitsOp>(op)) {
+    int64_t rows = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
+    tiling.work = rows;
+    tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows));
+    tiling.rowsPerUnit = 1;
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
+    tiling.work = attention.getNumKvHeads();
+    tiling.rowsPerUnit = group * attention.getHeadDim();
+  }
+  return tiling;
+}
+
+/// A readable kernel name from the op and its operand shapes.
+std::string kernelBaseName(Operation *op) {
+  std::string name = op->getName().stripDialect().str();
+  for (Value operand : op->getOperands()) {
+    auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+    if (!tensor)
+      continue;
+    name += "_";
+    llvm::interleave(
+        tensor.getShape(), [&](int64_t d) { name += std::to_string(d); },
+        [&] { name += "x"; });
+  }
+  return name;
+}
+
+/// Two ops share a kernel when their names, types and attributes agree.
+std::string kernelKey(Operation *op) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op->getName() << "|";
+  for (Value operand : op->getOperands())
+    os << operand.getType() << ",";
+  os << "|" << op->getResult(0).getType() << "|" << op->getAttrDictionary();
+  return key;
+}
+
+struct OutlineKernelsPass
+    : mlir::quill::impl::OutlineKernelsBase<OutlineKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan);
+  func::FuncOp buildKernel(Operation *op, StringRef name, func::FuncOp step,
+                           const Tiling &tiling);
+};
+
+LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
+                                             MemoryPlan &plan) {
+  MLIRContext *ctx = &getContext();
+  auto bind = [&](Value value, StringRef space, int64_t offset) {
+    plan.bindings[value] =
+        BindingAttr::get(ctx, space, offset, byteSize(value.getType()));
+  };
+  for (Operation &op : step.getBody().front()) {
+    if (auto weight = dyn_cast<WeightOp>(op)) {
+      auto [it, inserted] = plan.weights.try_emplace(
+          weight.getName(), plan.weightBytes, weight.getType());
+      if (inserted)
+        plan.weightBytes += alignUp(byteSize(weight.getType()));
+      else if (it->second.second != weight.getType())
+        return weight.emitOpError("weight '")
+               << weight.getName() << "' is used with two shapes: "
+               << it->second.second << " and " << weight.getType();
+      bind(weight, "weights", it->second.first);
+    } else if (auto cache = dyn_cast<KVCacheOp>(op)) {
+      auto key = std::make_pair(cache.getKind().str(), cache.getLayer());
+      auto [it, inserted] = plan.caches.try_emplace(key, plan.kvBytes);
+      if (inserted)
+        plan.kvBytes += alignUp(byteSize(cache.getType()));
+      bind(cache, "kv", it->second);
+    } else if (auto write = dyn_cast<KVWriteOp>(op)) {
+      plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
+    } else if (op.getNumResults() == 1) {
+      bind(op.getResult(0), "scratch", plan.scratchBytes);
+      plan.scratchBytes += alignUp(byteSize(op.getResult(0).getType()));
+    }
+  }
+  return success();
+}
+
+func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
+                                             func::FuncOp step,
+                                             const Tiling &tiling) {
+  MLIRContext *ctx = &getContext();
+  ModuleOp module = getOperation();
+  Location loc = op->getLoc();
+  auto memrefOf = [](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  };
+  bool inPlace = isa<KVWriteOp>(op); // Its result is its cache operand.
+
+  SmallVector<Type> argTypes;
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType()))
+      argTypes.push_back(memrefOf(operand.getType()));
+  if (!inPlace)
+    argTypes.push_back(memrefOf(op->getResult(0).getType()));
+  auto index = IndexType::get(ctx);
+  argTypes.append({index, index, index, index}); // token, pos, begin, end
+
+  OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+  auto kernel = func::FuncOp::create(moduleBuilder, loc, name,
+                                     FunctionType::get(ctx, argTypes, {}));
+  kernel->setAttr("quill.kernel", UnitAttr::get(ctx));
+  Block *entry = kernel.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  unsigned numArgs = entry->getNumArguments();
+  Value token = entry->getArgument(numArgs - 4);
+  Value pos = entry->getArgument(numArgs - 3);
+  Value begin = entry->getArgument(numArgs - 2);
+  Value end = entry->getArgument(numArgs - 1);
+
+  IRMapping mapping;
+  mapping.map(step.getArgument(0), token);
+  mapping.map(step.getArgument(1), pos);
+  unsigned argIndex = 0;
+  Value cacheArg;
+  for (Value operand : op->getOperands()) {
+    if (!isa<RankedTensorType>(operand.getType()))
+      continue;
+    Value arg = entry->getArgument(argIndex++);
+    bool writable = inPlace && operand == cast<KVWriteOp>(op).getCache();
+    if (writable)
+      cacheArg = arg;
+    auto tensor = bufferization::ToTensorOp::create(
+        b, loc, operand.getType(), arg, b.getUnitAttr(),
+        writable ? b.getUnitAttr() : UnitAttr());
+    mapping.map(operand, tensor.getResult());
+  }
+
+  Operation *clone = b.clone(*op, mapping);
+  Value destination = inPlace ? cacheArg : entry->getArgument(argIndex);
+  if (tiling.rowsPerUnit > 0) {
+    // The kernel computes output rows [begin, end) * rowsPerUnit only.
+    clone->insertOperands(clone->getNumOperands(), {begin, end});
+    clone->getResult(0).setType(
+        RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()));
+    Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
+    Value offset = arith::MulIOp::create(b, loc, begin, unit);
+    Value units = arith::SubIOp::create(b, loc, end, begin);
+    Value size = arith::MulIOp::create(b, loc, units, unit);
+    destination = memref::SubViewOp::create(
+        b, loc, destination, ArrayRef<OpFoldResult>{offset},
+        ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  auto store = bufferization::MaterializeInDestinationOp::create(
+      b, loc, clone->getResult(0), destination);
+  store.setRestrict(true);
+  store.setWritable(true);
+  func::ReturnOp::create(b, loc);
+  return kernel;
+}
+
+void OutlineKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  if (!step || !step.getBody().hasOneBlock() || step.getNumArguments() != 2) {
+    module.emitError("quill-outline-kernels: expected func.func @step(token, "
+                     "pos) (run quill-verify-step for details)");
+    return signalPassFailure();
+  }
+  MemoryPlan plan;
+  if (failed(planMemory(step, plan)))
+    return signalPassFailure();
+
+  SymbolTable symbols(module);
+  llvm::StringMap<std::string> kernelsByKey;
+  SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling>> launches;
+  BindingAttr logits;
+  for (Operation &op : step.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      logits = plan.bindings.lookup(ret.getOperand(0));
+      continue;
+    }
+    if (isa<WeightOp, KVCacheOp>(op))
+      continue;
+    Tiling tiling = tilingOf(&op, matvecGrain);
+    std::string &kernelName = kernelsByKey[kernelKey(&op)];
+    if (kernelName.empty()) {
+      func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), step, tiling);
+      kernelName = symbols.insert(kernel).str(); // Renamed if taken.
+    }
+    SmallVector<Attribute> bindings;
+    for (Value operand : op.getOperands())
+      if (isa<RankedTensorType>(operand.getType()))
+        bindings.push_back(plan.bindings.lookup(operand));
+    if (!isa<KVWriteOp>(op))
+      bindings.push_back(plan.bindings.lookup(op.getResult(0)));
+    launches.emplace_back(kernelName, bindings, tiling);
+  }
+  if (!logits) {
+    step.emitError("quill-outline-kernels: @step returns no logits");
+    return signalPassFailure();
+  }
+
+  SmallVector<NamedAttribute> offsets;
+  for (auto &entry : plan.weights)
+    offsets.emplace_back(StringAttr::get(ctx, entry.getKey()),
+                         IntegerAttr::get(IntegerType::get(ctx, 64),
+                                          entry.getValue().first));
+  OpBuilder b(step);
+  auto schedule = ScheduleOp::create(
+      b, step.getLoc(), "step", plan.scratchBytes, plan.kvBytes,
+      plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets));
+  b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
+  for (auto &[kernel, bindings, tiling] : launches)
+    DispatchOp::create(b, step.getLoc(), kernel, b.getArrayAttr(bindings),
+                       tiling.work, tiling.grain);
+  step.erase();
+}
+
+} // namespace

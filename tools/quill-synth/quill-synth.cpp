@@ -1,0 +1,128 @@
+// quill-synth: writes a deterministic random-weight llama2.c checkpoint.
+#include "compiler/Import/SyntheticModel.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+using namespace quill;
+
+namespace {
+
+const char *const kUsage =
+    "usage: quill-synth (--shape 15m|110m|1b|tiny | --dim N --hidden N "
+    "--layers N --heads N --kv-heads N --vocab N --seq-len N) -o FILE\n"
+    "                   [--format legacy|v1] [--seed N] "
+    "[--separate-classifier]\n"
+    "  With --shape, the custom flags override single fields of that shape.\n";
+
+/// Prints one line on stderr and returns the exit code for bad usage.
+int fail(const std::string &message) {
+  std::fprintf(stderr, "quill-synth: %s\n", message.c_str());
+  return 1;
+}
+
+/// Parses a whole decimal string into [lo, hi]; nullopt otherwise.
+std::optional<int64_t> parseInt(const char *text, int64_t lo, int64_t hi) {
+  if (!*text || *text == '-' || *text == '+' || *text == ' ')
+    return std::nullopt;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v > uint64_t(hi) || int64_t(v) < lo)
+    return std::nullopt;
+  return int64_t(v);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string shapeName, output, format = "legacy";
+  uint64_t seed = 0;
+  bool separateClassifier = false;
+  // Custom fields, in ModelConfig order; unset ones come from --shape.
+  const char *const kFieldFlags[7] = {"--dim",    "--hidden",   "--layers",
+                                      "--heads",  "--kv-heads", "--vocab",
+                                      "--seq-len"};
+  std::optional<int32_t> fields[7];
+
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (flag == "--separate-classifier") {
+      separateClassifier = true;
+      continue;
+    }
+    if (i + 1 >= argc)
+      return fail("missing value after " + flag);
+    const char *value = argv[++i];
+    if (flag == "--shape") {
+      shapeName = value;
+    } else if (flag == "-o" || flag == "--output") {
+      output = value;
+    } else if (flag == "--format") {
+      format = value;
+      if (format != "legacy" && format != "v1")
+        return fail("--format must be legacy or v1, got '" + format + "'");
+    } else if (flag == "--seed") {
+      std::optional<int64_t> v = parseInt(value, 0, INT64_MAX);
+      if (!v)
+        return fail("--seed expects a non-negative integer, got '" +
+                    std::string(value) + "'");
+      seed = uint64_t(*v);
+    } else {
+      int field = -1;
+      for (int f = 0; f < 7; ++f)
+        if (flag == kFieldFlags[f])
+          field = f;
+      if (field < 0)
+        return fail("unknown flag '" + flag + "' (see --help)");
+      std::optional<int64_t> v = parseInt(value, 1, INT32_MAX);
+      if (!v)
+        return fail(flag + " expects a positive integer, got '" +
+                    std::string(value) + "'");
+      fields[field] = int32_t(*v);
+    }
+  }
+  if (output.empty())
+    return fail("missing -o FILE (see --help)");
+
+  ModelConfig config;
+  if (!shapeName.empty()) {
+    ErrorOr<ModelConfig> shape = syntheticShape(shapeName);
+    if (!shape)
+      return fail(shape.message());
+    config = *shape;
+  } else {
+    for (int f = 0; f < 7; ++f)
+      if (!fields[f])
+        return fail(std::string("without --shape, ") + kFieldFlags[f] +
+                    " is required");
+  }
+  int32_t *targets[7] = {&config.dim,    &config.hiddenDim, &config.nLayers,
+                         &config.nHeads, &config.nKvHeads,  &config.vocabSize,
+                         &config.seqLen};
+  for (int f = 0; f < 7; ++f)
+    if (fields[f])
+      *targets[f] = *fields[f];
+  config.sharedClassifier = !separateClassifier;
+
+  if (Status s =
+          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed);
+      !s)
+    return fail(s.message());
+  std::printf("wrote %s: %s, dim %d hidden %d layers %d heads %d kv-heads %d "
+              "vocab %d seq-len %d, %s classifier, seed %llu\n",
+              output.c_str(), format.c_str(), config.dim, config.hiddenDim,
+              config.nLayers, config.nHeads, config.nKvHeads, config.vocabSize,
+              config.seqLen, config.sharedClassifier ? "shared" : "separate",
+              static_cast<unsigned long long>(seed));
+  return 0;
+}
