@@ -29,11 +29,17 @@ int32_t findBest(const Candidates &c, SamplerContext &ctx) {
   const Candidate *data = c.data;
   int32_t *partial = ctx.partialIndices();
   ctx.forEachChunk(c.size, [&](int32_t chunk, int32_t begin, int32_t end) {
-    int32_t best = begin;
-    for (int32_t i = begin + 1; i < end; ++i)
-      if (ranksAbove(data[i], data[best]))
-        best = i;
-    partial[chunk] = best;
+    // The best so far lives in a local, not behind data[best]: reloading it
+    // each step would chain every iteration on a memory load.
+    Candidate best = data[begin];
+    int32_t at = begin;
+    for (int32_t i = begin + 1; i < end; ++i) {
+      if (ranksAbove(data[i], best)) {
+        best = data[i];
+        at = i;
+      }
+    }
+    partial[chunk] = at;
   });
   int32_t best = partial[0];
   for (int32_t chunk = 1, e = SamplerContext::numChunks(c.size); chunk < e;
@@ -59,10 +65,16 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx) {
     maxLogit = data[0].logit;
   } else {
     ctx.forEachChunk(n, [&](int32_t chunk, int32_t begin, int32_t end) {
-      float m = -kInf;
-      for (int32_t i = begin; i < end; ++i)
-        m = std::max(m, data[i].logit);
-      partial[chunk] = m;
+      // Four independent running maxima shorten the dependency chain; max
+      // is exact, so the split cannot change the result.
+      float m[4] = {-kInf, -kInf, -kInf, -kInf};
+      int32_t i = begin;
+      for (; i + 4 <= end; i += 4)
+        for (int k = 0; k < 4; ++k)
+          m[k] = std::max(m[k], data[i + k].logit);
+      for (; i < end; ++i)
+        m[0] = std::max(m[0], data[i].logit);
+      partial[chunk] = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
     });
     for (int32_t chunk = 0; chunk < chunks; ++chunk)
       maxLogit = std::max(maxLogit, static_cast<float>(partial[chunk]));
@@ -87,13 +99,18 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx) {
 
   // Per-chunk sums merged in chunk order: the same bits for any thread count.
   ctx.forEachChunk(n, [&](int32_t chunk, int32_t begin, int32_t end) {
-    double sum = 0.0;
-    for (int32_t i = begin; i < end; ++i) {
-      float weight = std::exp(data[i].logit - maxLogit);
-      data[i].p = weight;
-      sum += weight;
-    }
-    partial[chunk] = sum;
+    for (int32_t i = begin; i < end; ++i)
+      data[i].p = std::exp(data[i].logit - maxLogit);
+    // Four interleaved sums, combined in a fixed order: the order depends on
+    // the chunk alone, never on threads, and the adds do not wait in line.
+    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    int32_t i = begin;
+    for (; i + 4 <= end; i += 4)
+      for (int k = 0; k < 4; ++k)
+        sum[k] += data[i + k].p;
+    for (; i < end; ++i)
+      sum[0] += data[i].p;
+    partial[chunk] = (sum[0] + sum[1]) + (sum[2] + sum[3]);
   });
   double total = 0.0; // >= 1: the max contributes exp(0).
   for (int32_t chunk = 0; chunk < chunks; ++chunk)

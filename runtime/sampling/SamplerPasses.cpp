@@ -6,6 +6,11 @@
 
 namespace quill {
 
+namespace {
+/// Candidates sorted in top-p's first step; later steps double it.
+constexpr int32_t kFirstTopPBlock = 64;
+} // namespace
+
 void GreedyPass::apply(Candidates &c, SamplerContext &ctx) {
   c.selected = findBest(c, ctx);
 }
@@ -58,9 +63,8 @@ void TopPPass::apply(Candidates &c, SamplerContext &ctx) {
 
   if (!c.sorted) {
     // Candidates below (1 - p) / (n - 1) cannot be in the nucleus: together
-    // they hold less than 1 - p. Dropping them first (in place, keeping id
-    // order) leaves a short list to sort. If the bound drops everything
-    // (p < 1/n), nothing was moved and all candidates are sorted.
+    // they hold less than 1 - p. Dropping them first (in place) leaves less
+    // to sort. If the bound drops everything (p < 1/n), nothing was moved.
     const float cutoff = (1.0f - p_) / static_cast<float>(c.size - 1);
     int32_t kept = 0;
     for (int32_t i = 0; i < c.size; ++i)
@@ -68,18 +72,36 @@ void TopPPass::apply(Candidates &c, SamplerContext &ctx) {
         c.data[kept++] = c.data[i];
     if (kept > 0)
       c.size = kept;
-    std::sort(c.data, c.data + c.size, ranksAbove);
-    c.sorted = true;
   }
 
+  // Sort only as far as the nucleus reaches: each time the walk runs off the
+  // sorted prefix, nth_element picks the next block of best-ranked candidates
+  // and only that block is sorted. Blocks double, so a flat distribution
+  // costs a few selections plus one sort, and a peaked one a single block.
+  // ranksAbove is a total order, so the prefix equals a full sort's.
+  Candidate *data = c.data;
+  int32_t sortedEnd = c.sorted ? c.size : 0;
+  int64_t block = kFirstTopPBlock; // 64-bit: doubling must not overflow
   double cumulative = 0.0;
   for (int32_t i = 0; i < c.size; ++i) {
-    cumulative += c.data[i].p;
+    if (i == sortedEnd) {
+      int32_t blockEnd = c.size - sortedEnd > block
+                             ? sortedEnd + static_cast<int32_t>(block)
+                             : c.size;
+      block *= 2;
+      if (blockEnd < c.size)
+        std::nth_element(data + sortedEnd, data + blockEnd, data + c.size,
+                         ranksAbove);
+      std::sort(data + sortedEnd, data + blockEnd, ranksAbove);
+      sortedEnd = blockEnd;
+    }
+    cumulative += data[i].p;
     if (cumulative > p_) {
       c.size = i + 1;
       break;
     }
   }
+  c.sorted = true;
   if (c.size != sizeBefore)
     c.probsValid = false;
 }

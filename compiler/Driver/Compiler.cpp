@@ -1,0 +1,148 @@
+// The compile driver: import, lower, generate code, and write the artifact.
+#include "compiler/Driver/Compiler.h"
+
+#include "compiler/Driver/IRDumper.h"
+#include "compiler/Driver/ScheduleExtraction.h"
+#include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/StepBuilder.h"
+#include "compiler/Pipeline/Registration.h"
+#include "compiler/Target/CPU/CpuTarget.h"
+#include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+namespace quill {
+
+namespace {
+
+ErrorOr<std::vector<uint8_t>> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error(path + ": cannot open");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The weight blob laid out as the schedule's offsets say.
+ErrorOr<std::vector<uint8_t>> layOutWeights(const Llama2cCheckpoint &checkpoint,
+                                            const ExtractedSchedule &extracted) {
+  std::vector<uint8_t> blob(extracted.schedule.weightBytes, 0);
+  for (const auto &[name, offset] : extracted.weightOffsets) {
+    const WeightTensor *tensor = checkpoint.find(name);
+    if (!tensor)
+      return Status::error(checkpoint.path() + ": the model has no tensor '" + name + "'");
+    uint64_t bytes = uint64_t(tensor->numElements()) * sizeof(float);
+    if (offset > blob.size() || bytes > blob.size() - offset)
+      return Status::error("weight '" + name + "' does not fit the planned weight blob");
+    std::memcpy(blob.data() + offset, tensor->data, bytes);
+  }
+  return blob;
+}
+
+} // namespace
+
+Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
+  auto checkpoint = Llama2cCheckpoint::open(options.modelPath);
+  if (!checkpoint)
+    return checkpoint.status();
+  const ModelConfig &config = checkpoint->config();
+
+  std::vector<uint8_t> tokenizerBytes;
+  bool needArtifact = !options.emit.has_value();
+  if (needArtifact) {
+    if (options.tokenizerPath.empty())
+      return Status::error("no --tokenizer given (the artifact carries the tokenizer)");
+    auto bytes = readFile(options.tokenizerPath);
+    if (!bytes)
+      return bytes.status();
+    auto tokenizer = Tokenizer::fromBytes(bytes->data(), bytes->size(), config.vocabSize,
+                                          options.tokenizerPath);
+    if (!tokenizer)
+      return tokenizer.status();
+    tokenizerBytes = bytes.take();
+    if (options.outputPath.empty())
+      return Status::error("no output given: use -o FILE, or --emit=STAGE to print a stage");
+  }
+
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  registerPasses();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string modelName = llvm::sys::path::stem(options.modelPath).str();
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(context, config, modelName);
+  if (mlir::failed(mlir::verify(*module)))
+    return Status::error(options.modelPath + ": the imported step does not verify");
+
+  Stage last = options.emit ? std::min(*options.emit, Stage::LLVMDialect) : Stage::LLVMDialect;
+  mlir::PassManager pm(&context);
+  IRDumper *dumper = nullptr;
+  if (!options.dumpDir.empty()) {
+    if (llvm::sys::fs::create_directories(options.dumpDir))
+      return Status::error(options.dumpDir + ": cannot create the IR dump directory");
+    auto owned = std::make_unique<IRDumper>(options.dumpDir);
+    dumper = owned.get();
+    dumper->dump(module->getOperation(), "import");
+    pm.addInstrumentation(std::move(owned));
+  }
+  if (options.timing)
+    pm.enableTiming();
+  if (mlir::failed(addLoweringPasses(pm, last, options.pipeline)))
+    return Status::error("cannot build the pass pipeline");
+  if (mlir::failed(pm.run(*module)))
+    return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
+  if (options.emit && *options.emit <= Stage::LLVMDialect) {
+    module->print(out);
+    return Status::ok();
+  }
+
+  auto extracted = extractSchedule(*module);
+  if (!extracted)
+    return extracted.status();
+  auto target = CpuTarget::create({options.cpu});
+  if (!target)
+    return target.status();
+  llvm::LLVMContext llvmContext;
+  auto llvmModule = (*target)->translate(*module, llvmContext);
+  if (!llvmModule)
+    return llvmModule.status();
+  if (options.emit == Stage::LLVMIR) {
+    (*llvmModule)->print(out, nullptr);
+    return Status::ok();
+  }
+  auto code = (*target)->emit(**llvmModule, /*assembly=*/options.emit == Stage::Asm);
+  if (!code)
+    return code.status();
+  if (options.emit == Stage::Asm) {
+    out << *code;
+    return Status::ok();
+  }
+
+  auto library = linkSharedObject(*code);
+  if (!library)
+    return library.status();
+  auto weights = layOutWeights(*checkpoint, *extracted);
+  if (!weights)
+    return weights.status();
+  std::string targetText = (*target)->description();
+  ArtifactBuilder builder;
+  builder.addSection(SectionKind::Config, encodeConfig(config));
+  builder.addSection(SectionKind::Target,
+                     std::vector<uint8_t>(targetText.begin(), targetText.end()));
+  builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
+  builder.addSection(SectionKind::Schedule, encodeSchedule(extracted->schedule));
+  builder.addSection(SectionKind::KernelLibrary, library.take());
+  builder.addSection(SectionKind::Weights, weights.take());
+  return builder.write(options.outputPath);
+}
+
+} // namespace quill

@@ -1,0 +1,30 @@
+// quill-compile's library: model file -> quill step -> kernels -> artifact,
+// with the ability to stop and print any stage.
+#pragma once
+
+#include "compiler/Pipeline/Pipeline.h"
+#include "runtime/support/Error.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace quill {
+
+struct CompileOptions {
+  std::string modelPath;
+  std::string tokenizerPath;
+  std::string outputPath;          ///< The artifact; unused when emitting.
+  std::optional<Stage> emit;       ///< Print this stage and stop.
+  std::string dumpDir;             ///< IR after every pass, numbered files.
+  bool timing = false;             ///< Per-pass timing report on stderr.
+  std::string cpu;                 ///< Empty: the host.
+  PipelineOptions pipeline;
+};
+
+/// Compiles; printed stages go to `out`. The error names the input and
+/// what is wrong.
+Status compileModel(const CompileOptions &options, llvm::raw_ostream &out);
+
+} // namespace quill

@@ -1,0 +1,146 @@
+// Mapping and checking an artifact file.
+#include "runtime/artifact/Artifact.h"
+
+#include "runtime/support/ByteStream.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace quill {
+
+Artifact::Artifact(Artifact &&other) noexcept { *this = std::move(other); }
+
+Artifact &Artifact::operator=(Artifact &&other) noexcept {
+  if (this != &other) {
+    if (mapping_)
+      munmap(mapping_, size_);
+    path_ = std::move(other.path_);
+    mapping_ = other.mapping_;
+    size_ = other.size_;
+    config_ = other.config_;
+    schedule_ = std::move(other.schedule_);
+    target_ = std::move(other.target_);
+    tokenizer_ = other.tokenizer_;
+    tokenizerSize_ = other.tokenizerSize_;
+    library_ = other.library_;
+    librarySize_ = other.librarySize_;
+    weights_ = other.weights_;
+    other.mapping_ = nullptr;
+  }
+  return *this;
+}
+
+Artifact::~Artifact() {
+  if (mapping_)
+    munmap(mapping_, size_);
+}
+
+ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
+  auto fail = [&](const std::string &what) {
+    return Status::error(path + ": " + what);
+  };
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return fail(std::string("cannot open artifact: ") + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  Artifact a;
+  a.path_ = path;
+  a.size_ = static_cast<size_t>(st.st_size);
+  if (a.size_ < sizeof(ArtifactHeader)) {
+    ::close(fd);
+    return fail("not a Quill artifact (file of " + std::to_string(a.size_) +
+                " bytes is shorter than the header)");
+  }
+  a.mapping_ = mmap(nullptr, a.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (a.mapping_ == MAP_FAILED) {
+    a.mapping_ = nullptr;
+    return fail(std::string("cannot map artifact: ") + std::strerror(errno));
+  }
+  const auto *base = static_cast<const uint8_t *>(a.mapping_);
+
+  ArtifactHeader header;
+  std::memcpy(&header, base, sizeof header);
+  if (std::memcmp(header.magic, kArtifactMagic, sizeof header.magic) != 0)
+    return fail("not a Quill artifact (bad magic)");
+  if (header.version != kArtifactVersion)
+    return fail("artifact format version " + std::to_string(header.version) +
+                " is not supported (this runtime reads version " +
+                std::to_string(kArtifactVersion) + "); recompile the model");
+  if (header.fileSize != a.size_)
+    return fail("artifact is truncated or padded: header says " +
+                std::to_string(header.fileSize) + " bytes, file has " +
+                std::to_string(a.size_));
+  uint64_t tableBytes = uint64_t(header.sectionCount) * sizeof(SectionEntry);
+  if (header.sectionCount > 64 || header.sectionTableOffset > a.size_ ||
+      tableBytes > a.size_ - header.sectionTableOffset)
+    return fail("corrupt section table");
+  const uint8_t *tablePtr = base + header.sectionTableOffset;
+  if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
+    return fail("corrupt section table (checksum mismatch)");
+
+  const SectionEntry *found[8] = {};
+  for (uint32_t i = 0; i < header.sectionCount; ++i) {
+    SectionEntry e;
+    std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
+    if (e.offset > a.size_ || e.size > a.size_ - e.offset)
+      return fail("section " + std::to_string(i) + " lies outside the file");
+    if (e.kind >= 1 && e.kind <= 6) {
+      found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
+      bool isWeights = e.kind == uint32_t(SectionKind::Weights);
+      if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
+        return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
+    }
+  }
+  auto section = [&](SectionKind kind, const uint8_t *&data, size_t &size) {
+    const SectionEntry *e = found[static_cast<uint32_t>(kind)];
+    if (!e)
+      return false;
+    SectionEntry copy;
+    std::memcpy(&copy, e, sizeof copy);
+    data = base + copy.offset;
+    size = copy.size;
+    return true;
+  };
+  const uint8_t *data;
+  size_t size;
+  if (!section(SectionKind::Config, data, size))
+    return fail("artifact has no config section");
+  auto config = decodeConfig(data, size);
+  if (!config)
+    return fail(config.message());
+  a.config_ = *config;
+  if (!section(SectionKind::Schedule, data, size))
+    return fail("artifact has no schedule section");
+  auto schedule = decodeSchedule(data, size);
+  if (!schedule)
+    return fail(schedule.message());
+  a.schedule_ = schedule.take();
+  if (Status s = validateSchedule(a.schedule_, a.config_); !s)
+    return fail(s.message());
+  if (section(SectionKind::Target, data, size))
+    a.target_.assign(reinterpret_cast<const char *>(data), size);
+  if (!section(SectionKind::Tokenizer, a.tokenizer_, a.tokenizerSize_))
+    return fail("artifact has no tokenizer section");
+  if (!section(SectionKind::KernelLibrary, a.library_, a.librarySize_) || a.librarySize_ < 64)
+    return fail("artifact has no kernel library");
+  size_t weightBytes;
+  if (!section(SectionKind::Weights, a.weights_, weightBytes))
+    return fail("artifact has no weights section");
+  if (weightBytes != a.schedule_.weightBytes ||
+      reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
+    return fail("weights section does not match the schedule (" +
+                std::to_string(weightBytes) + " bytes, schedule needs " +
+                std::to_string(a.schedule_.weightBytes) + ")");
+  return a;
+}
+
+} // namespace quill

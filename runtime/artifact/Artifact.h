@@ -1,0 +1,55 @@
+// A loaded artifact: the file mapped read-only, its sections checked and
+// decoded. Weights are used in place from the mapping.
+#pragma once
+
+#include "runtime/artifact/ArtifactFormat.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace quill {
+
+class Artifact {
+public:
+  /// Maps and checks `path`: magic, version, size, section bounds, checksums
+  /// (all sections, weights included, unless `verifyWeights` is false).
+  static ErrorOr<Artifact> open(const std::string &path, bool verifyWeights = true);
+
+  Artifact(Artifact &&other) noexcept;
+  Artifact &operator=(Artifact &&other) noexcept;
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+  ~Artifact();
+
+  const std::string &path() const { return path_; }
+  const ModelConfig &config() const { return config_; }
+  const Schedule &schedule() const { return schedule_; }
+  const std::string &target() const { return target_; }
+  /// The llama2.c tokenizer bytes.
+  const uint8_t *tokenizerData() const { return tokenizer_; }
+  size_t tokenizerSize() const { return tokenizerSize_; }
+  /// The kernels' shared object (ELF) bytes.
+  const uint8_t *kernelLibraryData() const { return library_; }
+  size_t kernelLibrarySize() const { return librarySize_; }
+  /// The page-aligned weight blob.
+  const uint8_t *weights() const { return weights_; }
+  size_t fileSize() const { return size_; }
+
+private:
+  Artifact() = default;
+
+  std::string path_;
+  void *mapping_ = nullptr;
+  size_t size_ = 0;
+  ModelConfig config_;
+  Schedule schedule_;
+  std::string target_;
+  const uint8_t *tokenizer_ = nullptr;
+  size_t tokenizerSize_ = 0;
+  const uint8_t *library_ = nullptr;
+  size_t librarySize_ = 0;
+  const uint8_t *weights_ = nullptr;
+};
+
+} // namespace quill

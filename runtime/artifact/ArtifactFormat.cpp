@@ -1,0 +1,181 @@
+// Encoding, decoding and validation of the artifact's sections.
+#include "runtime/artifact/ArtifactFormat.h"
+
+#include "runtime/support/ByteStream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace quill {
+
+std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
+  ByteWriter w;
+  for (int32_t v : {c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads,
+                    c.vocabSize, c.seqLen, c.bosId, c.eosId})
+    w.put<int32_t>(v);
+  w.put<float>(c.ropeTheta);
+  w.put<float>(c.normEps);
+  w.put<uint8_t>(c.sharedClassifier ? 1 : 0);
+  return std::move(w.bytes());
+}
+
+ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
+  ByteReader r(data, size);
+  ModelConfig c;
+  for (int32_t *v : {&c.dim, &c.hiddenDim, &c.nLayers, &c.nHeads, &c.nKvHeads,
+                     &c.vocabSize, &c.seqLen, &c.bosId, &c.eosId})
+    *v = r.get<int32_t>();
+  c.ropeTheta = r.get<float>();
+  c.normEps = r.get<float>();
+  c.sharedClassifier = r.get<uint8_t>() != 0;
+  if (!r.ok())
+    return Status::error("config section is truncated");
+  if (c.dim <= 0 || c.hiddenDim <= 0 || c.nLayers <= 0 || c.nHeads <= 0 ||
+      c.nKvHeads <= 0 || c.vocabSize <= 0 || c.seqLen <= 0 ||
+      c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 ||
+      !std::isfinite(c.ropeTheta) || !(c.normEps > 0) || c.bosId < 0 ||
+      c.bosId >= c.vocabSize || c.eosId < 0 || c.eosId >= c.vocabSize)
+    return Status::error("config section holds impossible dimensions");
+  return c;
+}
+
+static void putBinding(ByteWriter &w, const Binding &b) {
+  w.put<uint32_t>(static_cast<uint32_t>(b.space));
+  w.put<uint64_t>(b.offset);
+  w.put<uint64_t>(b.bytes);
+}
+
+static Binding getBinding(ByteReader &r) {
+  Binding b;
+  b.space = static_cast<MemorySpace>(r.get<uint32_t>());
+  b.offset = r.get<uint64_t>();
+  b.bytes = r.get<uint64_t>();
+  return b;
+}
+
+std::vector<uint8_t> encodeSchedule(const Schedule &s) {
+  ByteWriter w;
+  w.put<uint64_t>(s.scratchBytes);
+  w.put<uint64_t>(s.kvBytes);
+  w.put<uint64_t>(s.weightBytes);
+  putBinding(w, s.logits);
+  w.put<uint32_t>(static_cast<uint32_t>(s.kernels.size()));
+  for (const std::string &name : s.kernels)
+    w.putString(name);
+  w.put<uint32_t>(static_cast<uint32_t>(s.dispatches.size()));
+  for (const Dispatch &d : s.dispatches) {
+    w.put<uint32_t>(d.kernel);
+    w.put<int64_t>(d.work);
+    w.put<int64_t>(d.grain);
+    w.put<uint32_t>(static_cast<uint32_t>(d.bindings.size()));
+    for (const Binding &b : d.bindings)
+      putBinding(w, b);
+  }
+  return std::move(w.bytes());
+}
+
+ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
+  ByteReader r(data, size);
+  Schedule s;
+  s.scratchBytes = r.get<uint64_t>();
+  s.kvBytes = r.get<uint64_t>();
+  s.weightBytes = r.get<uint64_t>();
+  s.logits = getBinding(r);
+  uint32_t kernelCount = r.get<uint32_t>();
+  // Every entry takes at least 4 bytes: a corrupt count cannot make us
+  // reserve more than the section could hold.
+  if (!r.ok() || kernelCount > r.remaining() / 4)
+    return Status::error("schedule section is truncated or corrupt");
+  for (uint32_t i = 0; i < kernelCount; ++i)
+    s.kernels.push_back(r.getString(4096));
+  uint32_t dispatchCount = r.get<uint32_t>();
+  if (!r.ok() || dispatchCount > r.remaining() / 24)
+    return Status::error("schedule section is truncated or corrupt");
+  for (uint32_t i = 0; i < dispatchCount; ++i) {
+    Dispatch d;
+    d.kernel = r.get<uint32_t>();
+    d.work = r.get<int64_t>();
+    d.grain = r.get<int64_t>();
+    uint32_t bindingCount = r.get<uint32_t>();
+    if (!r.ok() || bindingCount > r.remaining() / 20)
+      return Status::error("schedule section is truncated or corrupt");
+    for (uint32_t j = 0; j < bindingCount; ++j)
+      d.bindings.push_back(getBinding(r));
+    s.dispatches.push_back(std::move(d));
+  }
+  if (!r.ok() || !r.atEnd())
+    return Status::error("schedule section is truncated or corrupt");
+  return s;
+}
+
+Status validateSchedule(const Schedule &s, const ModelConfig &config) {
+  auto inside = [&](const Binding &b) {
+    uint64_t limit = b.space == MemorySpace::Weights   ? s.weightBytes
+                     : b.space == MemorySpace::KVCache ? s.kvBytes
+                     : b.space == MemorySpace::Scratch ? s.scratchBytes
+                                                       : 0;
+    return b.bytes > 0 && b.offset <= limit && b.bytes <= limit - b.offset;
+  };
+  if (s.dispatches.empty() || s.kernels.empty())
+    return Status::error("schedule has no kernels");
+  for (size_t i = 0; i < s.dispatches.size(); ++i) {
+    const Dispatch &d = s.dispatches[i];
+    if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 ||
+        d.bindings.empty() || d.bindings.size() > 64)
+      return Status::error("schedule dispatch " + std::to_string(i) + " is malformed");
+    for (const Binding &b : d.bindings)
+      if (!inside(b))
+        return Status::error("schedule dispatch " + std::to_string(i) +
+                             " binds memory outside the plan");
+  }
+  if (s.logits.space != MemorySpace::Scratch || !inside(s.logits) ||
+      s.logits.bytes != uint64_t(config.vocabSize) * sizeof(float))
+    return Status::error("schedule's logits do not hold one float per vocabulary entry");
+  return Status::ok();
+}
+
+void ArtifactBuilder::addSection(SectionKind kind, std::vector<uint8_t> bytes) {
+  sections_.emplace_back(kind, std::move(bytes));
+}
+
+Status ArtifactBuilder::write(const std::string &path) const {
+  ArtifactHeader header{};
+  std::memcpy(header.magic, kArtifactMagic, sizeof header.magic);
+  header.version = kArtifactVersion;
+  header.sectionCount = static_cast<uint32_t>(sections_.size());
+  header.sectionTableOffset = sizeof(ArtifactHeader);
+  std::vector<SectionEntry> table(sections_.size());
+  uint64_t offset = sizeof(ArtifactHeader) + table.size() * sizeof(SectionEntry);
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    const auto &[kind, bytes] = sections_[i];
+    uint64_t align = kind == SectionKind::Weights ? kWeightsAlignment : 64;
+    offset = (offset + align - 1) / align * align;
+    table[i] = {static_cast<uint32_t>(kind), 0, offset, bytes.size(),
+                checksum64(bytes.data(), bytes.size())};
+    offset += bytes.size();
+  }
+  header.fileSize = offset;
+  header.sectionTableChecksum = checksum64(
+      reinterpret_cast<const uint8_t *>(table.data()), table.size() * sizeof(SectionEntry));
+
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return Status::error(path + ": cannot open for writing");
+  bool ok = std::fwrite(&header, sizeof header, 1, file) == 1 &&
+            std::fwrite(table.data(), sizeof(SectionEntry), table.size(), file) == table.size();
+  uint64_t written = sizeof header + table.size() * sizeof(SectionEntry);
+  static const uint8_t zeros[kWeightsAlignment] = {};
+  for (size_t i = 0; ok && i < sections_.size(); ++i) {
+    ok = std::fwrite(zeros, 1, table[i].offset - written, file) == table[i].offset - written;
+    const auto &bytes = sections_[i].second;
+    ok = ok && std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    written = table[i].offset + bytes.size();
+  }
+  ok = (std::fclose(file) == 0) && ok;
+  if (!ok)
+    return Status::error(path + ": write failed");
+  return Status::ok();
+}
+
+} // namespace quill

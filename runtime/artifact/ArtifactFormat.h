@@ -1,0 +1,103 @@
+// The Quill artifact format, owned by the runtime: one file holding the model
+// configuration, the tokenizer, the kernels' machine code, the step schedule
+// and the weights, laid out so the weights can be mapped in place.
+//
+// Layout (all integers little-endian):
+//   Header      64 bytes: magic "QUILLART", u32 version, u32 section count,
+//               u64 file size, u64 section-table offset, u64 table checksum.
+//   Sections    each {u32 kind, u32 reserved, u64 offset, u64 size,
+//               u64 checksum}; offsets are absolute, Weights is 4096-aligned.
+#pragma once
+
+#include "runtime/artifact/ModelConfig.h"
+#include "runtime/support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace quill {
+
+constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
+constexpr uint32_t kArtifactVersion = 1;
+constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
+
+enum class SectionKind : uint32_t {
+  Config = 1,        ///< ModelConfig, see encodeConfig.
+  Tokenizer = 2,     ///< llama2.c tokenizer.bin bytes.
+  KernelLibrary = 3, ///< An ELF shared object exporting the kernels.
+  Schedule = 4,      ///< The step's dispatches and memory plan.
+  Target = 5,        ///< Text: the CPU and features the kernels were built for.
+  Weights = 6,       ///< The weight blob the schedule's offsets point into.
+};
+
+struct ArtifactHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t sectionCount;
+  uint64_t fileSize;
+  uint64_t sectionTableOffset;
+  uint64_t sectionTableChecksum;
+  uint8_t reserved[24];
+};
+static_assert(sizeof(ArtifactHeader) == 64);
+
+struct SectionEntry {
+  uint32_t kind;
+  uint32_t reserved;
+  uint64_t offset;
+  uint64_t size;
+  uint64_t checksum;
+};
+static_assert(sizeof(SectionEntry) == 32);
+
+/// The runtime memory spaces a kernel argument can point into.
+enum class MemorySpace : uint32_t { Weights = 0, KVCache = 1, Scratch = 2 };
+
+/// A byte range of one memory space.
+struct Binding {
+  MemorySpace space = MemorySpace::Scratch;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/// One kernel launch: kernel(bindings, token, pos, begin, end) over disjoint
+/// ranges covering [0, work), split in multiples of grain.
+struct Dispatch {
+  uint32_t kernel = 0; ///< Index into Schedule::kernels.
+  int64_t work = 1;
+  int64_t grain = 1;
+  std::vector<Binding> bindings;
+};
+
+/// The compiled step: what to launch, in order, and how much memory it needs.
+struct Schedule {
+  uint64_t scratchBytes = 0;
+  uint64_t kvBytes = 0;
+  uint64_t weightBytes = 0;
+  Binding logits;
+  std::vector<std::string> kernels; ///< Exported symbol names.
+  std::vector<Dispatch> dispatches;
+};
+
+std::vector<uint8_t> encodeConfig(const ModelConfig &config);
+ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size);
+std::vector<uint8_t> encodeSchedule(const Schedule &schedule);
+ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size);
+
+/// Checks that every dispatch names a kernel and binds ranges inside the
+/// memory plan, and that the logits are vocabSize floats of scratch.
+Status validateSchedule(const Schedule &schedule, const ModelConfig &config);
+
+/// Assembles an artifact file in memory order and writes it.
+class ArtifactBuilder {
+public:
+  void addSection(SectionKind kind, std::vector<uint8_t> bytes);
+  /// Writes header, table and sections; the Weights section is page-aligned.
+  Status write(const std::string &path) const;
+
+private:
+  std::vector<std::pair<SectionKind, std::vector<uint8_t>>> sections_;
+};
+
+} // namespace quill

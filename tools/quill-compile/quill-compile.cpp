@@ -1,0 +1,61 @@
+// quill-compile: a model file -> one artifact (or any stage's IR, printed).
+#include "compiler/Driver/Compiler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::OptionCategory category("quill-compile options");
+  cl::opt<std::string> model(cl::Positional, cl::desc("<model.bin>"), cl::Required,
+                             cl::cat(category));
+  cl::opt<std::string> tokenizer("tokenizer", cl::desc("llama2.c tokenizer.bin to embed"),
+                                 cl::value_desc("file"), cl::cat(category));
+  cl::opt<std::string> output("o", cl::desc("Artifact to write"), cl::value_desc("file"),
+                              cl::cat(category));
+  cl::opt<std::string> emit("emit",
+                            cl::desc(std::string("Print the module at one stage and stop: ") +
+                                     quill::stageNames()),
+                            cl::value_desc("stage"), cl::cat(category));
+  cl::opt<std::string> dumpDir("dump-ir-after-all",
+                               cl::desc("Write the IR after every pass to numbered files in DIR"),
+                               cl::value_desc("DIR"), cl::cat(category));
+  cl::opt<bool> timing("mlir-timing", cl::desc("Report the time spent in every pass"),
+                       cl::cat(category));
+  cl::opt<std::string> cpu("cpu", cl::desc("Target CPU (default: the host, with its features)"),
+                           cl::value_desc("name"), cl::cat(category));
+  cl::opt<int64_t> grain("matvec-grain", cl::desc("Output rows per parallel chunk of a matvec"),
+                         cl::init(16), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Quill ahead-of-time compiler\n");
+
+  quill::CompileOptions options;
+  options.modelPath = model;
+  options.tokenizerPath = tokenizer;
+  options.outputPath = output;
+  options.dumpDir = dumpDir;
+  options.timing = timing;
+  options.cpu = cpu;
+  if (grain <= 0) {
+    llvm::errs() << "quill-compile: --matvec-grain must be positive\n";
+    return 1;
+  }
+  options.pipeline.matvecGrain = grain;
+  if (!emit.empty()) {
+    options.emit = quill::parseStage(emit);
+    if (!options.emit) {
+      llvm::errs() << "quill-compile: unknown --emit stage '" << emit << "' (expected "
+                   << quill::stageNames() << ")\n";
+      return 1;
+    }
+  }
+  quill::Status status = quill::compileModel(options, llvm::outs());
+  if (!status) {
+    llvm::errs() << "quill-compile: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
