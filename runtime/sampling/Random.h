@@ -24,9 +24,7 @@ public:
   }
 
   /// A float uniform on [0, 1): the top 24 bits, which a float holds exactly.
-  float nextFloat() {
-    return static_cast<float>(nextU32() >> 8) / 16777216.0f;
-  }
+  float nextFloat() { return static_cast<float>(nextU32() >> 8) / 16777216.0f; }
 
   uint64_t state() const { return state_; }
 

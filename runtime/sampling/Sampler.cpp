@@ -86,7 +86,8 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx) {
     for (int32_t i = 0; i < n; ++i)
       count += data[i].logit == kInf;
     for (int32_t i = 0; i < n; ++i)
-      data[i].p = data[i].logit == kInf ? 1.0f / static_cast<float>(count) : 0.0f;
+      data[i].p =
+          data[i].logit == kInf ? 1.0f / static_cast<float>(count) : 0.0f;
     return;
   }
   if (maxLogit == -kInf) {
@@ -171,8 +172,8 @@ int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
   for (auto &pass : passes_)
     pass->apply(c, ctx_);
 
-  int32_t at = c.selected >= 0 && c.selected < c.size ? c.selected
-                                                      : findBest(c, ctx_);
+  int32_t at =
+      c.selected >= 0 && c.selected < c.size ? c.selected : findBest(c, ctx_);
   if (at < 0)
     return -1; // A pass emptied the set, which passes must never do.
   int32_t token = data[at].id;

@@ -13,8 +13,9 @@ namespace quill {
 struct SamplingParams {
   float temperature = 1.0f; ///< 0 = greedy argmax; otherwise logits / T.
   int32_t topK = 0;         ///< Keep the K most likely tokens; 0 = off.
-  float topP = 1.0f;        ///< Keep the smallest nucleus whose mass exceeds P; 1 = off.
-  uint64_t seed = 0;        ///< Seeds the draw; the same seed repeats a run.
+  float topP =
+      1.0f; ///< Keep the smallest nucleus whose mass exceeds P; 1 = off.
+  uint64_t seed = 0; ///< Seeds the draw; the same seed repeats a run.
 };
 
 /// Checks ranges; the message names the flag, e.g.

@@ -54,8 +54,8 @@ ErrorOr<Tokenizer> Tokenizer::fromBytes(const uint8_t *data, size_t size,
   if (!data && size != 0)
     return Status::error(where + "no tokenizer data (null pointer)");
   if (size < sizeof(int32_t))
-    return Status::error(where + "tokenizer truncated: " +
-                         std::to_string(size) +
+    return Status::error(where +
+                         "tokenizer truncated: " + std::to_string(size) +
                          " bytes cannot hold the max_token_length header");
 
   Tokenizer tok;
@@ -108,13 +108,13 @@ ErrorOr<Tokenizer> Tokenizer::fromFile(const std::string &path,
                                        int32_t vocabSize) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status::error(path + ": cannot open tokenizer: " +
-                         std::strerror(errno));
+    return Status::error(path +
+                         ": cannot open tokenizer: " + std::strerror(errno));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   if (in.bad())
-    return Status::error(path + ": cannot read tokenizer: " +
-                         std::strerror(errno));
+    return Status::error(path +
+                         ": cannot read tokenizer: " + std::strerror(errno));
   return fromBytes(bytes.data(), bytes.size(), vocabSize, path);
 }
 
@@ -162,7 +162,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos,
   std::string unit;
   for (size_t i = 0; i < text.size();) {
     size_t len = 1;
-    while (i + len < text.size() && len < 4 && isContinuationByte(text[i + len]))
+    while (i + len < text.size() && len < 4 &&
+           isContinuationByte(text[i + len]))
       ++len;
     unit.assign(text.data() + i, len);
     auto it = idOfPiece_.find(unit);
@@ -235,7 +236,8 @@ void Tokenizer::mergePairs(std::vector<int32_t> &tokens) const {
     Pair pair = queue.top();
     queue.pop();
     if (version[pair.left] != pair.leftVersion ||
-        version[pair.right] != pair.rightVersion || next[pair.left] != pair.right)
+        version[pair.right] != pair.rightVersion ||
+        next[pair.left] != pair.right)
       continue; // Stale: one side was merged since this pair was pushed.
 
     tokens[pair.left] = pair.mergedId;

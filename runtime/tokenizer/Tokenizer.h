@@ -16,7 +16,8 @@ namespace quill {
 /// A SentencePiece-style BPE vocabulary in llama2.c's tokenizer.bin layout:
 ///   int32 max_token_length, then per token: float32 score, int32 len, len
 ///   bytes of the piece (no NUL). The vocabulary size is not stored; the
-///   model's config supplies it. Pieces use ' ' where SentencePiece uses U+2581.
+///   model's config supplies it. Pieces use ' ' where SentencePiece uses
+///   U+2581.
 ///
 /// Immutable after loading, so one instance may be shared by many threads.
 class Tokenizer {

@@ -58,12 +58,14 @@ smallVocab(const std::vector<std::pair<std::string, float>> &extra) {
       {"<unk>", 0.0f}, {"\n<s>\n", 0.0f}, {"\n</s>\n", 0.0f}};
   const char *hex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b)
-    pieces.push_back({std::string("<0x") + hex[b / 16] + hex[b % 16] + ">", 0.0f});
+    pieces.push_back(
+        {std::string("<0x") + hex[b / 16] + hex[b % 16] + ">", 0.0f});
   pieces.insert(pieces.end(), extra.begin(), extra.end());
   return pieces;
 }
 
-Tokenizer buildTokenizer(const std::vector<std::pair<std::string, float>> &extra) {
+Tokenizer
+buildTokenizer(const std::vector<std::pair<std::string, float>> &extra) {
   auto pieces = smallVocab(extra);
   auto bytes = serialize(pieces);
   auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(),
@@ -214,7 +216,8 @@ TEST(TokenizerErrors, BadVocabSize) {
 
 TEST(TokenizerErrors, HugeVocabSizeIsTruncationNotAnAllocation) {
   auto bytes = serialize(smallVocab({}));
-  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), INT32_MAX, "v.bin");
+  auto tok =
+      Tokenizer::fromBytes(bytes.data(), bytes.size(), INT32_MAX, "v.bin");
   ASSERT_FALSE(tok.isOk());
   EXPECT_NE(tok.message().find("truncated in token 259 of 2147483647"),
             std::string::npos)
@@ -228,7 +231,8 @@ TEST(TokenizerErrors, EveryTruncationIsReported) {
   for (size_t size = 0; size < bytes.size(); ++size) {
     // A copy of exactly size bytes, so a sanitizer sees any overread.
     std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + size);
-    auto tok = Tokenizer::fromBytes(prefix.data(), prefix.size(), vocab, "cut.bin");
+    auto tok =
+        Tokenizer::fromBytes(prefix.data(), prefix.size(), vocab, "cut.bin");
     ASSERT_FALSE(tok.isOk()) << "prefix of " << size << " bytes";
     EXPECT_EQ(tok.message().rfind("cut.bin: tokenizer truncated", 0), 0u)
         << tok.message();
@@ -247,7 +251,8 @@ TEST(TokenizerErrors, NegativeAndHugeLengths) {
     std::memcpy(bad.data() + lengthAt, &len, 4);
     auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 259, "neg.bin");
     ASSERT_FALSE(tok.isOk());
-    EXPECT_NE(tok.message().find("neg.bin: token 0 of 259 (offset 4) has negative length"),
+    EXPECT_NE(tok.message().find(
+                  "neg.bin: token 0 of 259 (offset 4) has negative length"),
               std::string::npos)
         << tok.message();
   }
@@ -256,7 +261,8 @@ TEST(TokenizerErrors, NegativeAndHugeLengths) {
   std::memcpy(bad.data() + lengthAt, &huge, 4);
   auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 259, "huge.bin");
   ASSERT_FALSE(tok.isOk());
-  EXPECT_NE(tok.message().find("piece length 2147483647 exceeds"), std::string::npos)
+  EXPECT_NE(tok.message().find("piece length 2147483647 exceeds"),
+            std::string::npos)
       << tok.message();
 }
 
@@ -280,7 +286,9 @@ TEST(TokenizerErrors, TrailingBytesAreIgnored) {
 TEST(TokenizerErrors, MissingFile) {
   auto tok = Tokenizer::fromFile("/nonexistent/quill/tokenizer.bin", 512);
   ASSERT_FALSE(tok.isOk());
-  EXPECT_EQ(tok.message().rfind("/nonexistent/quill/tokenizer.bin: cannot open", 0), 0u)
+  EXPECT_EQ(
+      tok.message().rfind("/nonexistent/quill/tokenizer.bin: cannot open", 0),
+      0u)
       << tok.message();
 }
 
@@ -338,7 +346,9 @@ protected:
 /// The 32000-token Llama 2 SentencePiece vocabulary.
 class Llama2TokenizerTest : public RealTokenizer {
 protected:
-  void SetUp() override { load("models/llama2-tokenizer/tokenizer.bin", 32000); }
+  void SetUp() override {
+    load("models/llama2-tokenizer/tokenizer.bin", 32000);
+  }
 };
 
 } // namespace
@@ -365,10 +375,11 @@ TEST_F(Tok512Test, PlainSentence) {
   // " Lily"=317 "."=426: " girl" is not a piece, so it stays in three.
   EXPECT_EQ(tok_->encode("Once upon a time", true, false),
             Ids({1, 403, 407, 261, 378}));
-  EXPECT_EQ(tok_->encode("Once upon a time, there was a little girl named Lily.",
-                         true, true),
-            Ids({1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421,
-                 395, 317, 426, 2}));
+  EXPECT_EQ(
+      tok_->encode("Once upon a time, there was a little girl named Lily.",
+                   true, true),
+      Ids({1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395,
+           317, 426, 2}));
 }
 
 TEST_F(Tok512Test, PartialMerges) {
@@ -391,7 +402,9 @@ TEST_F(Tok512Test, ByteFallbackForEmoji) {
 TEST_F(Tok512Test, InvalidUtf8BecomesBytes) {
   EXPECT_EQ(tok_->encode("\xFF\xFE", true, true), Ids({1, 410, 258, 257, 2}));
   // A stray continuation byte is its own unit.
-  EXPECT_EQ(tok_->encode("\x80" "abc", true, true),
+  EXPECT_EQ(tok_->encode("\x80"
+                         "abc",
+                         true, true),
             Ids({1, 410, 131, 412, 430, 429, 2}));
   // A truncated 3-byte sequence at the end of the text.
   EXPECT_EQ(tok_->encode("\xE2\x82", true, true), Ids({1, 410, 229, 133, 2}));
@@ -440,7 +453,8 @@ TEST_F(Llama2TokenizerTest, KnownSentencePieceIds) {
             Ids({1, 306, 4658, 278, 6593, 310, 2834, 338}));
   // "\n" has no piece of its own: byte token <0x0A>=13. After it, "world"
   // (11526) has no dummy space.
-  EXPECT_EQ(tok_->encode("Hello\nworld", true, true), Ids({1, 15043, 13, 11526, 2}));
+  EXPECT_EQ(tok_->encode("Hello\nworld", true, true),
+            Ids({1, 15043, 13, 11526, 2}));
 }
 
 TEST_F(Llama2TokenizerTest, Spaces) {

@@ -1,0 +1,49 @@
+// The CPU implementation of Device: runs the artifact's compiled kernels in
+// schedule order, splitting large ones across a oneTBB arena.
+#pragma once
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/device/Device.h"
+#include "runtime/device/KernelLibrary.h"
+
+#include <tbb/task_arena.h>
+
+#include <memory>
+#include <vector>
+
+namespace quill {
+
+class CpuDevice final : public Device {
+public:
+  /// Loads the kernels of `artifact` (which must outlive the device) and
+  /// allocates its scratch and KV cache; `arena` runs the parallel kernels.
+  static ErrorOr<std::unique_ptr<CpuDevice>> create(const Artifact &artifact,
+                                                    tbb::task_arena &arena);
+
+  const char *name() const override { return "cpu"; }
+  void step(int32_t token, int32_t pos) override;
+  const float *logits() const override { return logits_; }
+  KVCache &kvCache() override { return kvCache_; }
+  std::string describe() const override;
+
+private:
+  /// One dispatch, resolved: its kernel and argument pointers, computed once.
+  struct Launch {
+    KernelFn kernel;
+    std::vector<void *> pointers;
+    int64_t work, grain;
+    bool parallel; ///< Big enough for the split to pay for itself.
+  };
+
+  CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
+
+  const Artifact &artifact_;
+  KernelLibrary library_;
+  tbb::task_arena &arena_;
+  KVCache kvCache_;
+  std::unique_ptr<uint8_t, void (*)(void *)> scratch_;
+  std::vector<Launch> launches_;
+  const float *logits_ = nullptr;
+};
+
+} // namespace quill

@@ -1,0 +1,36 @@
+// Loads the kernels' shared object from artifact bytes, without LLVM: the
+// bytes go to an anonymous in-memory file that the dynamic loader opens.
+#pragma once
+
+#include "runtime/support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace quill {
+
+/// The uniform kernel ABI emitted by quill-emit-kernel-abi.
+using KernelFn = void (*)(void *const *bindings, int64_t token, int64_t pos,
+                          int64_t begin, int64_t end);
+
+class KernelLibrary {
+public:
+  static ErrorOr<KernelLibrary> load(const uint8_t *elf, size_t size, const std::string &name);
+  KernelLibrary(KernelLibrary &&other) noexcept : handle_(other.handle_) { other.handle_ = nullptr; }
+  KernelLibrary &operator=(KernelLibrary &&other) noexcept;
+  KernelLibrary(const KernelLibrary &) = delete;
+  ~KernelLibrary();
+
+  ErrorOr<KernelFn> lookup(const std::string &symbol) const;
+
+private:
+  KernelLibrary() = default;
+  void *handle_ = nullptr;
+};
+
+/// Fails when this CPU lacks one of the comma-separated ISA features the
+/// kernels were compiled for ("avx2,fma,avx512f", from the artifact's target).
+Status checkCpuFeatures(const std::string &required);
+
+} // namespace quill

@@ -1,0 +1,30 @@
+// The single-sequence KV cache.
+#include "runtime/kv_cache/KVCache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace quill {
+
+void KVCache::FreeDeleter::operator()(void *p) const { std::free(p); }
+
+KVCache::KVCache(uint64_t bytes, int32_t capacity) : bytes_(bytes), capacity_(capacity) {
+  uint64_t rounded = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
+  void *memory = std::aligned_alloc(64, rounded);
+  if (!memory)
+    throw std::bad_alloc();
+  std::memset(memory, 0, rounded);
+  memory_.reset(memory);
+}
+
+ErrorOr<int32_t> KVCache::append() {
+  if (length_ >= capacity_)
+    return Status::error("the KV cache is full (" + std::to_string(capacity_) + " positions)");
+  return length_++;
+}
+
+void KVCache::truncate(int32_t n) { length_ = std::clamp(n, 0, length_); }
+
+} // namespace quill

@@ -1,0 +1,45 @@
+// The KV cache of one sequence: memory the compiled kernels write keys and
+// values into, and the count of positions it holds.
+#pragma once
+
+#include "runtime/support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace quill {
+
+/// Owns `bytes` of zeroed, 64-byte-aligned memory laid out by the compiler
+/// (per layer, keys then values, one row per position) and tracks how many
+/// positions hold valid entries. Positions are only ever appended at the end,
+/// so earlier entries are never recomputed.
+class KVCache {
+public:
+  KVCache(uint64_t bytes, int32_t capacity);
+
+  void *data() { return memory_.get(); }
+  uint64_t bytes() const { return bytes_; }
+  /// Positions the cache can hold: the model's context length.
+  int32_t capacity() const { return capacity_; }
+  /// Positions filled so far.
+  int32_t length() const { return length_; }
+
+  /// Claims the next position for a step to write; fails when full.
+  ErrorOr<int32_t> append();
+  /// Forgets positions [n, length); their rows are overwritten by later appends.
+  void truncate(int32_t n);
+  /// Forgets every position (a new sequence).
+  void clear() { length_ = 0; }
+
+private:
+  struct FreeDeleter {
+    void operator()(void *p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> memory_;
+  uint64_t bytes_;
+  int32_t capacity_;
+  int32_t length_ = 0;
+};
+
+} // namespace quill

@@ -1,0 +1,347 @@
+// Every verifier message of the quill ops, and forms that must not be rejected.
+// RUN: quill-opt %s -split-input-file -verify-diagnostics
+
+// A weight needs a name.
+func.func @weight_empty_name() {
+  // expected-error @+1 {{'quill.weight' op needs a non-empty weight name}}
+  %w = quill.weight "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A weight has a static shape, and the message names it.
+func.func @weight_dynamic() {
+  // expected-error @+1 {{'quill.weight' op weight 'layers.0.wq' must have a static shape}}
+  %w = quill.weight "layers.0.wq" : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Weights are f32 tensors.
+func.func @weight_not_f32() {
+  // expected-error @+1 {{'quill.weight' op result #0 must be ranked tensor of 32-bit float values, but got 'tensor<4xi32>'}}
+  %w = quill.weight "w" : tensor<4xi32>
+  return
+}
+
+// -----
+
+// A cache is the "key" or the "value" cache.
+func.func @kv_cache_bad_kind() {
+  // expected-error @+1 {{'quill.kv_cache' op kind must be "key" or "value", got "query"}}
+  %k = quill.kv_cache "query" layer 0 : tensor<32x4xf32>
+  return
+}
+
+// -----
+
+// Layers count from 0.
+func.func @kv_cache_negative_layer() {
+  // expected-error @+1 {{'quill.kv_cache' op layer must be non-negative, got -1}}
+  %k = quill.kv_cache "key" layer -1 : tensor<32x4xf32>
+  return
+}
+
+// -----
+
+// A cache has a static shape.
+func.func @kv_cache_dynamic() {
+  // expected-error @+1 {{'quill.kv_cache' op cache must have a static shape}}
+  %k = quill.kv_cache "value" layer 0 : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// A cache is a matrix.
+func.func @kv_cache_not_matrix() {
+  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float values}}
+  %k = quill.kv_cache "key" layer 0 : tensor<128xf32>
+  return
+}
+
+// -----
+
+// The written row must be as wide as a cache row.
+func.func @kv_write_width(%row: tensor<8xf32>, %pos: index) {
+  %k = quill.kv_cache "key" layer 0 : tensor<32x4xf32>
+  // expected-error @+1 {{'quill.kv_write' op row has 8 elements but the cache rows have 4}}
+  %k1 = quill.kv_write %row into %k at %pos : tensor<8xf32> into tensor<32x4xf32>
+  return
+}
+
+// -----
+
+// The embedding row width is the result width; the table is named.
+func.func @embedding_width(%tok: index) {
+  %t = quill.weight "tok_embeddings" : tensor<16x8xf32>
+  // expected-error @+1 {{'quill.embedding' op table 'tok_embeddings' rows have 8 elements but the result has 4}}
+  %x = quill.embedding %t[%tok] : tensor<16x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// The norm weight has the input's width; the weight is named.
+func.func @rmsnorm_width(%x: tensor<8xf32>) {
+  %w = quill.weight "norm" : tensor<4xf32>
+  // expected-error @+1 {{'quill.rmsnorm' op weight 'norm' has 4 elements but the input has 8}}
+  %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// eps must be positive.
+func.func @rmsnorm_eps(%x: tensor<8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'quill.rmsnorm' op eps must be positive}}
+  %h = quill.rmsnorm %x, %w {eps = 0.0 : f32} : tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// The weight's columns must match the input; the message names the weight.
+func.func @linear_columns(%x: tensor<4xf32>) {
+  %w = quill.weight "layers.0.wq" : tensor<8x8xf32>
+  // expected-error @+1 {{'quill.linear' op weight 'layers.0.wq' has 8 columns but the input has 4 elements}}
+  %y = quill.linear %x, %w : tensor<4xf32>, tensor<8x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// A weight that is not a quill.weight has no name to give.
+func.func @linear_columns_unnamed(%x: tensor<4xf32>, %w: tensor<8x8xf32>) {
+  // expected-error @+1 {{'quill.linear' op weight has 8 columns but the input has 4 elements}}
+  %y = quill.linear %x, %w : tensor<4xf32>, tensor<8x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// The weight's rows must match the result.
+func.func @linear_rows(%x: tensor<8xf32>) {
+  %w = quill.weight "layers.0.wk" : tensor<4x8xf32>
+  // expected-error @+1 {{'quill.linear' op weight 'layers.0.wk' has 4 rows but the result has 8 elements}}
+  %y = quill.linear %x, %w : tensor<8xf32>, tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// Logits share the matvec verifier.
+func.func @logits_rows(%x: tensor<8xf32>) {
+  %w = quill.weight "output" : tensor<16x8xf32>
+  // expected-error @+1 {{'quill.logits' op weight 'output' has 16 rows but the result has 15 elements}}
+  %l = quill.logits %x, %w : tensor<8xf32>, tensor<16x8xf32> -> tensor<15xf32>
+  return
+}
+
+// -----
+
+// A tile is a begin and an end.
+func.func @linear_tile_one_value(%x: tensor<8xf32>, %w: tensor<4x8xf32>, %b: index) {
+  // expected-error @+1 {{'quill.linear' op tile takes a begin and an end, got 1 values}}
+  %y = quill.linear %x, %w tile[%b] : tensor<8xf32>, tensor<4x8xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// Must not fire: a tiled matvec computes a row range, so its result need not
+// have the weight's rows; dynamic sizes are not mismatches.
+func.func @matvec_tiled_ok(%x: tensor<8xf32>, %w: tensor<64x8xf32>, %xd: tensor<?xf32>, %b: index, %e: index) {
+  %y = quill.linear %x, %w tile[%b, %e] : tensor<8xf32>, tensor<64x8xf32> -> tensor<16xf32>
+  %l = quill.logits %x, %w tile[%b, %e] : tensor<8xf32>, tensor<64x8xf32> -> tensor<?xf32>
+  %d = quill.linear %xd, %w : tensor<?xf32>, tensor<64x8xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+// RoPE rotates pairs: head_dim must be even.
+func.func @rope_odd_head_dim(%q: tensor<9xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.rope' op head_dim must be positive and even, got 3}}
+  %r = quill.rope %q at %pos {head_dim = 3 : i64, theta = 1.0e+04 : f32} : tensor<9xf32>
+  return
+}
+
+// -----
+
+// head_dim must be positive.
+func.func @rope_zero_head_dim(%q: tensor<8xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.rope' op head_dim must be positive and even, got 0}}
+  %r = quill.rope %q at %pos {head_dim = 0 : i64, theta = 1.0e+04 : f32} : tensor<8xf32>
+  return
+}
+
+// -----
+
+// The input is a whole number of heads.
+func.func @rope_partial_head(%q: tensor<6xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.rope' op input of 6 elements is not a whole number of 4-wide heads}}
+  %r = quill.rope %q at %pos {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<6xf32>
+  return
+}
+
+// -----
+
+// theta must be positive.
+func.func @rope_theta(%q: tensor<8xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.rope' op theta must be positive}}
+  %r = quill.rope %q at %pos {head_dim = 4 : i64, theta = -1.0 : f32} : tensor<8xf32>
+  return
+}
+
+// -----
+
+// Query heads come in whole groups per kv head.
+func.func @attention_heads_not_multiple(%q: tensor<12xf32>, %k: tensor<32x8xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op num_heads (6) must be a positive multiple of num_kv_heads (4)}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 6 : i64, num_kv_heads = 4 : i64}
+      : tensor<12xf32>, tensor<32x8xf32>, tensor<32x8xf32> -> tensor<12xf32>
+  return
+}
+
+// -----
+
+// Zero kv heads is not a multiple of anything.
+func.func @attention_zero_kv_heads(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op num_heads (4) must be a positive multiple of num_kv_heads (0)}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 4 : i64, num_kv_heads = 0 : i64}
+      : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// The query splits evenly into heads.
+func.func @attention_query_split(%q: tensor<10xf32>, %k: tensor<32x4xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op query of 10 elements does not split into 4 heads}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<10xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<10xf32>
+  return
+}
+
+// -----
+
+// Keys and values have one shape.
+func.func @attention_caches_differ(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %v: tensor<16x4xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op keys and values caches differ in shape}}
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<8xf32>, tensor<32x4xf32>, tensor<16x4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// A cache row holds every kv head: 2 heads of 2 need 4, not 8.
+func.func @attention_cache_width(%q: tensor<8xf32>, %k: tensor<32x8xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op cache rows have 8 elements but 2 kv heads of 2 need 4}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<8xf32>, tensor<32x8xf32>, tensor<32x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// An untiled attention returns the query's width.
+func.func @attention_result(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %pos: index) {
+  // expected-error @+1 {{'quill.attention' op result has 4 elements but the query has 8}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// An attention tile is a begin and an end too.
+func.func @attention_tile_three(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %pos: index, %b: index) {
+  // expected-error @+1 {{'quill.attention' op tile takes a begin and an end, got 3 values}}
+  %o = quill.attention %q, %k, %k at %pos tile[%b, %b, %b] {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// Must not fire: a tiled attention returns only its heads' rows.
+func.func @attention_tiled_ok(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %pos: index, %b: index, %e: index) {
+  %o = quill.attention %q, %k, %k at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// The residual add takes two operands of the result's type.
+func.func @add_types(%a: tensor<8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'quill.add' op failed to verify that all of {lhs, rhs, result} have same type}}
+  %s = "quill.add"(%a, %b) : (tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// swiglu's gate and up have one type.
+func.func @swiglu_types(%g: tensor<8xf32>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{'quill.swiglu' op failed to verify that all of {gate, up, result} have same type}}
+  %s = "quill.swiglu"(%g, %u) : (tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// A binding names one of the three runtime memory spaces.
+quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op unknown memory space "heap"}}
+  quill.dispatch @k([#quill.binding<"heap", 0, 64>]) work(1, 1)
+}
+
+// -----
+
+// Work and grain are positive.
+quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op work and grain must be positive}}
+  quill.dispatch @k([#quill.binding<"scratch", 0, 64>]) work(8, 0)
+}
+
+// -----
+
+// A binding covers a non-empty range at a non-negative offset.
+quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op binding range must be non-negative and non-empty}}
+  quill.dispatch @k([#quill.binding<"scratch", -64, 64>]) work(1, 1)
+}
+
+// -----
+
+// An empty binding is rejected too.
+quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op binding range must be non-negative and non-empty}}
+  quill.dispatch @k([#quill.binding<"weights", 0, 0>]) work(1, 1)
+}
+
+// -----
+
+// A dispatch lives in a schedule.
+func.func @dispatch_outside_schedule() {
+  // expected-error @+1 {{'quill.dispatch' op expects parent op 'quill.schedule'}}
+  quill.dispatch @k([#quill.binding<"scratch", 0, 64>]) work(1, 1)
+  return
+}
+
+// -----
+
+// A schedule carries its whole memory plan.
+// expected-error @+1 {{'quill.schedule' op requires attribute 'weight_offsets'}}
+quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64} {
+}

@@ -1,0 +1,122 @@
+// Parsing of quill-run's flags.
+#include "RunOptions.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace quill {
+
+const char *runUsage() {
+  return "usage: quill-run ARTIFACT [options]\n"
+         "  -p, --prompt TEXT     prompt (default: empty, i.e. BOS only)\n"
+         "  -n, --max-tokens N    new tokens to generate (default 256)\n"
+         "  --temp T              temperature, 0 = greedy (default 1.0)\n"
+         "  --top-k K             keep the K most likely tokens, 0 = off (default 0)\n"
+         "  --top-p P             nucleus sampling mass in (0, 1] (default 0.9)\n"
+         "  --seed S              random seed (default: from the clock)\n"
+         "  --threads N           worker threads (default: all cores)\n"
+         "  --json                print one JSON object instead of streaming text\n"
+         "  --verbose             report the device, KV cache and sampler on stderr\n"
+         "  --no-verify           skip checksumming the weights at load\n"
+         "  -h, --help            this text\n";
+}
+
+namespace {
+
+template <typename T> ErrorOr<T> parseInteger(const std::string &flag, const char *text) {
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < std::numeric_limits<T>::min() ||
+      value > std::numeric_limits<T>::max())
+    return Status::error("invalid " + flag + " '" + text + "': expected an integer");
+  return static_cast<T>(value);
+}
+
+ErrorOr<float> parseFloat(const std::string &flag, const char *text) {
+  errno = 0;
+  char *end = nullptr;
+  float value = std::strtof(text, &end);
+  if (errno == ERANGE || end == text || *end != '\0')
+    return Status::error("invalid " + flag + " '" + text + "': expected a number");
+  return value; // NaN passes here and is rejected by validate().
+}
+
+} // namespace
+
+ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
+  RunOptions o;
+  o.sampling.topP = 0.9f;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> ErrorOr<const char *> {
+      if (i + 1 >= argc)
+        return Status::error("missing value after " + arg);
+      return static_cast<const char *>(argv[++i]);
+    };
+#define QUILL_TRY(var, expr)                                                   \
+  auto var = (expr);                                                           \
+  if (!var)                                                                    \
+    return var.status();
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (arg == "-p" || arg == "--prompt") {
+      QUILL_TRY(v, value());
+      o.prompt = *v;
+    } else if (arg == "-n" || arg == "--max-tokens") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 0)
+        return Status::error("invalid " + arg + " " + *v + ": must not be negative");
+      o.maxNewTokens = *n;
+    } else if (arg == "--temp") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(t, parseFloat(arg, *v));
+      o.sampling.temperature = *t;
+    } else if (arg == "--top-k") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
+      o.sampling.topK = *k;
+    } else if (arg == "--top-p") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(p, parseFloat(arg, *v));
+      o.sampling.topP = *p;
+    } else if (arg == "--seed") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(s, parseInteger<int64_t>(arg, *v));
+      o.sampling.seed = static_cast<uint64_t>(*s);
+      o.seedGiven = true;
+    } else if (arg == "--threads") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(t, parseInteger<int32_t>(arg, *v));
+      if (*t < 1 || *t > 1024)
+        return Status::error("invalid --threads " + std::string(*v) + ": must be in [1, 1024]");
+      o.threads = *t;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--verbose") {
+      o.verbose = true;
+    } else if (arg == "--no-verify") {
+      o.verifyWeights = false;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      return Status::error("unknown option '" + arg + "' (see --help)");
+    } else if (o.artifactPath.empty()) {
+      o.artifactPath = arg;
+    } else {
+      return Status::error("unexpected argument '" + arg + "': one artifact at a time");
+    }
+#undef QUILL_TRY
+  }
+  if (o.help)
+    return o;
+  if (o.artifactPath.empty())
+    return Status::error("no artifact given (see --help)");
+  if (Status s = validate(o.sampling); !s)
+    return s;
+  return o;
+}
+
+} // namespace quill

@@ -1,0 +1,30 @@
+// quill-run's command line: parsed and validated into plain options.
+#pragma once
+
+#include "runtime/sampling/SamplingParams.h"
+#include "runtime/support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace quill {
+
+struct RunOptions {
+  std::string artifactPath;
+  std::string prompt;
+  int32_t maxNewTokens = 256;
+  SamplingParams sampling;
+  bool seedGiven = false;
+  int threads = 0; ///< 0: all hardware threads.
+  bool json = false;
+  bool verbose = false;
+  bool verifyWeights = true;
+  bool help = false;
+};
+
+/// Parses argv; every problem is one message naming the flag and the value.
+ErrorOr<RunOptions> parseRunOptions(int argc, char **argv);
+
+const char *runUsage();
+
+} // namespace quill

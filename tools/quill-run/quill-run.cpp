@@ -1,0 +1,109 @@
+// quill-run: generate text from a compiled Quill artifact.
+#include "RunOptions.h"
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/decode/Generator.h"
+#include "runtime/device/CpuDevice.h"
+#include "runtime/support/Json.h"
+
+#include <tbb/info.h>
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "quill-run: %s\n", message.c_str());
+  return 1;
+}
+
+std::string jsonIds(const std::vector<int32_t> &ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i)
+    out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace quill;
+  auto parsed = parseRunOptions(argc, argv);
+  if (!parsed)
+    return fail(parsed.message());
+  RunOptions options = parsed.take();
+  if (options.help) {
+    std::fputs(runUsage(), stdout);
+    return 0;
+  }
+  if (!options.seedGiven)
+    options.sampling.seed = static_cast<uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count());
+
+  auto artifact = Artifact::open(options.artifactPath, options.verifyWeights);
+  if (!artifact)
+    return fail(artifact.message());
+  const ModelConfig &config = artifact->config();
+  auto tokenizer = Tokenizer::fromBytes(artifact->tokenizerData(), artifact->tokenizerSize(),
+                                        config.vocabSize, options.artifactPath + " (tokenizer)");
+  if (!tokenizer)
+    return fail(tokenizer.message());
+
+  int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
+  tbb::task_arena arena(threads);
+  auto device = CpuDevice::create(*artifact, arena);
+  if (!device)
+    return fail(device.message());
+  SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
+  sampler.reserve(config.vocabSize);
+  if (options.verbose) {
+    std::fprintf(stderr, "model: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, "
+                         "context %d\n",
+                 config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
+                 config.vocabSize, config.seqLen);
+    std::fprintf(stderr, "%s\n", (*device)->describe().c_str());
+    std::fprintf(stderr, "kv cache: %llu bytes (%d positions)\n",
+                 static_cast<unsigned long long>((*device)->kvCache().bytes()),
+                 (*device)->kvCache().capacity());
+    std::fprintf(stderr, "sampler: %s, seed %llu\n", sampler.describe().c_str(),
+                 static_cast<unsigned long long>(options.sampling.seed));
+  }
+
+  Generator generator(**device, *tokenizer, sampler, config);
+  GenerationRequest request{options.prompt, options.maxNewTokens};
+  auto stream = [&](std::string_view piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  auto result = options.json ? generator.generate(request)
+                             : generator.generate(request, stream);
+  if (!result)
+    return fail(result.message());
+
+  double prefillRate = perSecond(result->promptTokens.size(), result->prefillSeconds);
+  double decodeRate = perSecond(result->tokens.size(), result->decodeSeconds);
+  if (options.json) {
+    std::ostringstream out;
+    out.precision(6);
+    out << "{\"prompt_tokens\":" << jsonIds(result->promptTokens)
+        << ",\"tokens\":" << jsonIds(result->tokens) << ",\"text\":" << jsonQuote(result->text)
+        << ",\"stop_reason\":\"" << stopReasonName(result->stop) << "\""
+        << ",\"seed\":" << options.sampling.seed
+        << ",\"timings\":{\"prefill_tokens_per_s\":" << prefillRate
+        << ",\"decode_tokens_per_s\":" << decodeRate
+        << ",\"prefill_ms\":" << result->prefillSeconds * 1e3
+        << ",\"decode_ms\":" << result->decodeSeconds * 1e3 << "}}\n";
+    std::fputs(out.str().c_str(), stdout);
+  } else {
+    std::fputc('\n', stdout);
+    std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
+                 stopReasonName(result->stop), result->tokens.size(), prefillRate, decodeRate);
+  }
+  return 0;
+}
