@@ -1,8 +1,8 @@
 // Unit tests for sampling: parameter validation, the PRNG, each pass on
 // hand-worked distributions, the chain's statistics, and determinism across
 // thread counts.
-#include "runtime/sampling/Random.h"
 #include "runtime/sampling/Sampler.h"
+#include "runtime/sampling/Random.h"
 #include "runtime/sampling/SamplerPasses.h"
 #include "runtime/sampling/SamplingParams.h"
 
@@ -75,7 +75,8 @@ std::vector<double> frequencies(SamplingParams params,
   SamplerChain chain = SamplerChain::fromParams(params, nullptr);
   std::vector<double> counts(logits.size(), 0.0);
   for (int i = 0; i < n; ++i) {
-    int32_t id = chain.sample(logits.data(), static_cast<int32_t>(logits.size()));
+    int32_t id =
+        chain.sample(logits.data(), static_cast<int32_t>(logits.size()));
     EXPECT_GE(id, 0);
     counts[id] += 1.0;
   }
@@ -85,13 +86,14 @@ std::vector<double> frequencies(SamplingParams params,
 }
 
 /// Draws n tokens of a fresh chain over the same logits.
-std::vector<int32_t> drawSequence(const SamplingParams &params,
-                                  tbb::task_arena *arena,
-                                  const std::vector<std::vector<float>> &steps) {
+std::vector<int32_t>
+drawSequence(const SamplingParams &params, tbb::task_arena *arena,
+             const std::vector<std::vector<float>> &steps) {
   SamplerChain chain = SamplerChain::fromParams(params, arena);
   std::vector<int32_t> out;
   for (const auto &logits : steps)
-    out.push_back(chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
+    out.push_back(
+        chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
   return out;
 }
 
@@ -134,13 +136,15 @@ TEST(SamplingParams, RejectsOutOfRange) {
             "invalid --top-p 1.5: must be in (0, 1]");
   EXPECT_EQ(validate({1.0f, 0, 0.0f, 0}).message(),
             "invalid --top-p 0: must be in (0, 1]");
-  EXPECT_EQ(validate({-1.0f, 0, 1.0f, 0}).message(),
-            "invalid --temperature -1: must be a finite number >= 0 (0 = greedy)");
+  EXPECT_EQ(
+      validate({-1.0f, 0, 1.0f, 0}).message(),
+      "invalid --temperature -1: must be a finite number >= 0 (0 = greedy)");
   EXPECT_EQ(validate({1.0f, -3, 1.0f, 0}).message(),
             "invalid --top-k -3: must be >= 0 (0 = off)");
   Status nanTopP = validate({1.0f, 0, kNaN, 0});
   EXPECT_FALSE(nanTopP.isOk());
-  EXPECT_EQ(nanTopP.message().rfind("invalid --top-p nan", 0), 0u) << nanTopP.message();
+  EXPECT_EQ(nanTopP.message().rfind("invalid --top-p nan", 0), 0u)
+      << nanTopP.message();
   EXPECT_FALSE(validate({kNaN, 0, 1.0f, 0}).isOk());
   EXPECT_FALSE(validate({kInf, 0, 1.0f, 0}).isOk());
 }
@@ -338,8 +342,9 @@ TEST(SamplerChain, TopKOneIsArgmax) {
 }
 
 TEST(SamplerChain, PlainDrawsFollowTheDistribution) {
-  expectNear(frequencies({1.0f, 0, 1.0f, 1234}, logsOf({0.5, 0.3, 0.2}), kDraws),
-             {0.5, 0.3, 0.2});
+  expectNear(
+      frequencies({1.0f, 0, 1.0f, 1234}, logsOf({0.5, 0.3, 0.2}), kDraws),
+      {0.5, 0.3, 0.2});
 }
 
 TEST(SamplerChain, TopPRenormalizesTheNucleus) {
@@ -415,7 +420,8 @@ TEST(SamplerChain, NaNAndInfiniteLogits) {
 TEST(SamplerChain, VocabularyMayChangeBetweenCalls) {
   SamplerChain chain = SamplerChain::fromParams({1.0f, 0, 0.9f, 5}, nullptr);
   for (int32_t vocab : {3, 32000, 5, 20000}) {
-    std::vector<float> logits = randomLogits(vocab, static_cast<uint64_t>(vocab));
+    std::vector<float> logits =
+        randomLogits(vocab, static_cast<uint64_t>(vocab));
     int32_t id = chain.sample(logits.data(), vocab);
     EXPECT_GE(id, 0);
     EXPECT_LT(id, vocab);
@@ -425,10 +431,9 @@ TEST(SamplerChain, VocabularyMayChangeBetweenCalls) {
 TEST(SamplerChain, SteadyStateDoesNotAllocate) {
   const int32_t vocab = 32000;
   std::vector<float> logits = randomLogits(vocab, 9);
-  for (SamplingParams params : {SamplingParams{0.0f, 0, 1.0f, 1},
-                                SamplingParams{1.0f, 0, 1.0f, 1},
-                                SamplingParams{0.8f, 40, 0.9f, 1},
-                                SamplingParams{0.8f, 0, 0.9f, 1}}) {
+  for (SamplingParams params :
+       {SamplingParams{0.0f, 0, 1.0f, 1}, SamplingParams{1.0f, 0, 1.0f, 1},
+        SamplingParams{0.8f, 40, 0.9f, 1}, SamplingParams{0.8f, 0, 0.9f, 1}}) {
     SamplerChain chain = SamplerChain::fromParams(params, nullptr);
     chain.sample(logits.data(), vocab); // first use sizes the buffers
     long before = gAllocations.load();
@@ -447,7 +452,8 @@ TEST(SamplerDeterminism, ProbabilitiesAreBitwiseIdentical) {
   std::vector<float> logits = randomLogits(vocab, 2024);
   tbb::task_arena one(1), two(2);
   std::vector<Candidate> reference;
-  for (tbb::task_arena *arena : {static_cast<tbb::task_arena *>(nullptr), &one, &two}) {
+  for (tbb::task_arena *arena :
+       {static_cast<tbb::task_arena *>(nullptr), &one, &two}) {
     CandidateSet set(logits);
     SamplerContext ctx(arena);
     computeProbabilities(set.c, ctx);
@@ -467,11 +473,10 @@ TEST(SamplerDeterminism, TokensIdenticalForOneAndTwoThreads) {
   for (uint64_t s = 0; s < 40; ++s)
     steps.push_back(randomLogits(vocab, 500 + s));
   tbb::task_arena one(1), two(2);
-  for (SamplingParams params : {SamplingParams{0.0f, 0, 1.0f, 0},
-                                SamplingParams{1.0f, 0, 1.0f, 8},
-                                SamplingParams{0.7f, 0, 0.9f, 8},
-                                SamplingParams{1.3f, 40, 0.95f, 8},
-                                SamplingParams{5.0f, 0, 0.999f, 8}}) {
+  for (SamplingParams params :
+       {SamplingParams{0.0f, 0, 1.0f, 0}, SamplingParams{1.0f, 0, 1.0f, 8},
+        SamplingParams{0.7f, 0, 0.9f, 8}, SamplingParams{1.3f, 40, 0.95f, 8},
+        SamplingParams{5.0f, 0, 0.999f, 8}}) {
     auto serial = drawSequence(params, nullptr, steps);
     EXPECT_EQ(drawSequence(params, &one, steps), serial)
         << SamplerChain::fromParams(params, nullptr).describe();

@@ -36,6 +36,12 @@ ErrorOr<std::shared_ptr<CpuTarget>> CpuTarget::create(const CpuTargetOptions &op
     for (const std::string &f : features)
       result->features_ += (result->features_.empty() ? "" : ",") + f;
   } else {
+    // Checked before the target machine exists: LLVM would only warn.
+    std::unique_ptr<llvm::MCSubtargetInfo> generic(
+        target->createMCSubtargetInfo(triple, "generic", ""));
+    if (!generic || !generic->isCPUStringValid(options.cpu))
+      return Status::error("unknown --cpu '" + options.cpu +
+                           "' (try x86-64-v3, x86-64-v4, znver4, native)");
     result->cpu_ = options.cpu;
   }
   llvm::TargetOptions targetOptions;
@@ -44,8 +50,6 @@ ErrorOr<std::shared_ptr<CpuTarget>> CpuTarget::create(const CpuTargetOptions &op
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!result->machine_)
     return Status::error("cannot create a target machine for CPU '" + result->cpu_ + "'");
-  if (!options.cpu.empty() && !result->machine_->getMCSubtargetInfo()->isCPUStringValid(result->cpu_))
-    return Status::error("unknown --cpu '" + options.cpu + "' (try x86-64-v3, x86-64-v4, znver4, native)");
   return result;
 }
 

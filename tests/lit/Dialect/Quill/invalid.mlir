@@ -37,15 +37,6 @@ func.func @kv_cache_bad_kind() {
 
 // -----
 
-// Layers count from 0.
-func.func @kv_cache_negative_layer() {
-  // expected-error @+1 {{'quill.kv_cache' op layer must be non-negative, got -1}}
-  %k = quill.kv_cache "key" layer -1 : tensor<32x4xf32>
-  return
-}
-
-// -----
-
 // A cache has a static shape.
 func.func @kv_cache_dynamic() {
   // expected-error @+1 {{'quill.kv_cache' op cache must have a static shape}}

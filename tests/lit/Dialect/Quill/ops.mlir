@@ -5,7 +5,7 @@
 
 // State ops: a named weight, the two caches of a layer and a cache write.
 // CHECK-LABEL: func.func @state
-// CHECK-SAME: (%[[ROW:.*]]: tensor<4xf32>, %[[POS:.*]]: index)
+// CHECK-SAME: (%[[ROW:[^:]+]]: tensor<4xf32>, %[[POS:[^:]+]]: index)
 // CHECK: %[[W:.*]] = quill.weight "layers.0.wq" : tensor<8x8xf32>
 // CHECK: %[[K:.*]] = quill.kv_cache "key" layer 0 : tensor<32x4xf32>
 // CHECK: %[[V:.*]] = quill.kv_cache "value" layer 3 : tensor<32x4xf32>
@@ -23,7 +23,7 @@ func.func @state(%row: tensor<4xf32>, %pos: index) -> (tensor<8x8xf32>, tensor<3
 
 // Embedding lookup and rmsnorm with its eps attribute.
 // CHECK-LABEL: func.func @embedding_rmsnorm
-// CHECK-SAME: (%[[TABLE:.*]]: tensor<16x8xf32>, %[[NW:.*]]: tensor<8xf32>, %[[TOK:.*]]: index)
+// CHECK-SAME: (%[[TABLE:[^:]+]]: tensor<16x8xf32>, %[[NW:[^:]+]]: tensor<8xf32>, %[[TOK:[^:]+]]: index)
 // CHECK: %[[X:.*]] = quill.embedding %[[TABLE]][%[[TOK]]] : tensor<16x8xf32> -> tensor<8xf32>
 // CHECK: %[[H:.*]] = quill.rmsnorm %[[X]], %[[NW]] {eps = 9.99999974E-6 : f32} : tensor<8xf32>, tensor<8xf32>
 // CHECK: return %[[H]]
@@ -37,7 +37,7 @@ func.func @embedding_rmsnorm(%table: tensor<16x8xf32>, %nw: tensor<8xf32>, %tok:
 
 // Linear and logits, whole and tiled to rows [b, e) with a dynamic result.
 // CHECK-LABEL: func.func @matvec
-// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>, %[[W:.*]]: tensor<4x8xf32>, %[[B:.*]]: index, %[[E:.*]]: index)
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<8xf32>, %[[W:[^:]+]]: tensor<4x8xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // CHECK: %[[Y:.*]] = quill.linear %[[X]], %[[W]] : tensor<8xf32>, tensor<4x8xf32> -> tensor<4xf32>
 // CHECK: %[[YT:.*]] = quill.linear %[[X]], %[[W]] tile[%[[B]], %[[E]]] : tensor<8xf32>, tensor<4x8xf32> -> tensor<?xf32>
 // CHECK: %[[L:.*]] = quill.logits %[[X]], %[[W]] : tensor<8xf32>, tensor<4x8xf32> -> tensor<4xf32>
@@ -56,7 +56,7 @@ func.func @matvec(%x: tensor<8xf32>, %w: tensor<4x8xf32>, %b: index, %e: index)
 
 // Rotary embedding with its head_dim and theta.
 // CHECK-LABEL: func.func @rope
-// CHECK-SAME: (%[[Q:.*]]: tensor<8xf32>, %[[POS:.*]]: index)
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<8xf32>, %[[POS:[^:]+]]: index)
 // CHECK: %[[R:.*]] = quill.rope %[[Q]] at %[[POS]] {head_dim = 4 : i64, theta = 5.000000e+05 : f32} : tensor<8xf32>
 // CHECK: return %[[R]]
 func.func @rope(%q: tensor<8xf32>, %pos: index) -> tensor<8xf32> {
@@ -68,7 +68,7 @@ func.func @rope(%q: tensor<8xf32>, %pos: index) -> tensor<8xf32> {
 
 // Attention, whole and tiled, with grouped kv heads.
 // CHECK-LABEL: func.func @attention
-// CHECK-SAME: (%[[Q:.*]]: tensor<8xf32>, %[[K:.*]]: tensor<32x4xf32>, %[[V:.*]]: tensor<32x4xf32>, %[[POS:.*]]: index, %[[B:.*]]: index, %[[E:.*]]: index)
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<8xf32>, %[[K:[^:]+]]: tensor<32x4xf32>, %[[V:[^:]+]]: tensor<32x4xf32>, %[[POS:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // CHECK: %[[O:.*]] = quill.attention %[[Q]], %[[K]], %[[V]] at %[[POS]] {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<8xf32>
 // CHECK: %[[OT:.*]] = quill.attention %[[Q]], %[[K]], %[[V]] at %[[POS]] tile[%[[B]], %[[E]]] {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?xf32>
 // CHECK: return %[[O]], %[[OT]]
@@ -85,7 +85,7 @@ func.func @attention(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf3
 
 // The elementwise ops: swiglu and the residual add.
 // CHECK-LABEL: func.func @elementwise
-// CHECK-SAME: (%[[A:.*]]: tensor<8xf32>, %[[B:.*]]: tensor<8xf32>)
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<8xf32>, %[[B:[^:]+]]: tensor<8xf32>)
 // CHECK: %[[G:.*]] = quill.swiglu %[[A]], %[[B]] : tensor<8xf32>
 // CHECK: %[[S:.*]] = quill.add %[[G]], %[[A]] : tensor<8xf32>
 // CHECK: return %[[S]]

@@ -1,0 +1,143 @@
+// Bad input gets one clear line and a nonzero exit: never a crash, a hang,
+// or silent garbage. Exercised through the real tools.
+#include "TestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace quill::test {
+namespace {
+
+/// The command failed cleanly: exit code 1 and one line on stderr that
+/// contains `phrase`.
+void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr: " << r.err;
+  size_t newline = r.err.find('\n');
+  EXPECT_EQ(newline, r.err.size() - 1) << "expected exactly one line: " << r.err;
+}
+
+std::string runTool() { return quote(tool("quill-run")) + " "; }
+std::string compileTool() { return quote(tool("quill-compile")) + " "; }
+
+/// A small compiled artifact (synthetic, so this runs without ../shared).
+const std::string &smallArtifact() {
+  static std::string path = [] {
+    ModelConfig c;
+    c.dim = 64, c.hiddenDim = 160, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
+    c.vocabSize = 512, c.seqLen = 16;
+    return compileArtifact(synthesizeModel(c, "bad-input"), syntheticTokenizer(512), "bad-input");
+  }();
+  return path;
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(BadInput, QuillRunRejectsImpossibleSamplingSettings) {
+  std::string a = quote(smallArtifact()) + " -n 4 ";
+  expectCleanFailure(run(runTool() + a + "--top-p 1.5"), "--top-p");
+  expectCleanFailure(run(runTool() + a + "--top-p 0"), "--top-p");
+  expectCleanFailure(run(runTool() + a + "--temp -1"), "--temp");
+  expectCleanFailure(run(runTool() + a + "--temp nan"), "--temp");
+  expectCleanFailure(run(runTool() + a + "--top-k -3"), "--top-k");
+  expectCleanFailure(run(runTool() + a + "--threads 0"), "--threads");
+  expectCleanFailure(run(runTool() + a + "-n -5"), "must not be negative");
+  expectCleanFailure(run(runTool() + a + "--temp"), "missing value");
+  expectCleanFailure(run(runTool() + a + "--seed abc"), "--seed");
+  expectCleanFailure(run(runTool() + a + "--frobnicate"), "unknown option");
+}
+
+TEST(BadInput, QuillRunRejectsAMissingArtifact) {
+  expectCleanFailure(run(runTool() + quote(tempDir() + "/nope.qm")), "cannot open artifact");
+  expectCleanFailure(run(runTool()), "no artifact given");
+}
+
+TEST(BadInput, QuillRunRejectsAPromptLongerThanTheContext) {
+  std::string longPrompt(200, 'x');
+  expectCleanFailure(run(runTool() + quote(smallArtifact()) + " -p " + quote(longPrompt)),
+                     "context holds 16");
+}
+
+TEST(BadInput, GenerationStopsAtTheContextEnd) {
+  CommandResult r = run(runTool() + quote(smallArtifact()) + " -n 100 --temp 0 --json");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // Either the model ends its text, or the 16-position context runs out.
+  bool eos = r.out.find("\"stop_reason\":\"eos\"") != std::string::npos;
+  bool context = r.out.find("\"stop_reason\":\"context\"") != std::string::npos;
+  EXPECT_TRUE(eos || context) << r.out;
+}
+
+TEST(BadInput, TruncatedArtifactsAreRejected) {
+  std::string bytes = readFile(smallArtifact());
+  ASSERT_GT(bytes.size(), 4096u);
+  for (size_t cut : {size_t(0), size_t(10), size_t(63), size_t(64), size_t(200), size_t(1000),
+                     bytes.size() / 2, bytes.size() - 1}) {
+    std::string path = tempDir() + "/truncated.qm";
+    writeBytes(path, bytes.substr(0, cut));
+    CommandResult r = run(runTool() + quote(path) + " -n 2");
+    EXPECT_EQ(r.exitCode, 1) << "cut at " << cut << ": " << r.err;
+    EXPECT_NE(r.err.find("quill-run: "), std::string::npos) << r.err;
+  }
+}
+
+TEST(BadInput, CorruptedArtifactsAreRejected) {
+  std::string bytes = readFile(smallArtifact());
+  // A bit flip anywhere (header, section table, config, tokenizer, kernels,
+  // schedule, weights) is caught by the checks or the checksums.
+  for (size_t at = 0; at < bytes.size(); at += bytes.size() / 97 + 1) {
+    std::string corrupt = bytes;
+    corrupt[at] = static_cast<char>(corrupt[at] ^ 0x10);
+    if (corrupt == bytes)
+      continue;
+    std::string path = tempDir() + "/corrupt.qm";
+    writeBytes(path, corrupt);
+    CommandResult r = run(runTool() + quote(path) + " -n 2");
+    // Padding between sections is not covered by a checksum; a flip there
+    // is harmless, so only a crash or a silent wrong load is a failure.
+    if (r.exitCode == 0)
+      continue;
+    EXPECT_EQ(r.exitCode, 1) << "flip at " << at << ": " << r.err;
+    EXPECT_NE(r.err.find("quill-run: "), std::string::npos) << r.err;
+  }
+}
+
+TEST(BadInput, WrongVersionArtifactIsRejected) {
+  std::string bytes = readFile(smallArtifact());
+  bytes[8] = 99; // The version field follows the 8-byte magic.
+  std::string path = tempDir() + "/version.qm";
+  writeBytes(path, bytes);
+  expectCleanFailure(run(runTool() + quote(path)), "format version 99");
+  writeBytes(path, "not an artifact at all, but long enough to hold a header........");
+  expectCleanFailure(run(runTool() + quote(path)), "bad magic");
+}
+
+TEST(BadInput, QuillCompileRejectsBrokenModels) {
+  ModelConfig c;
+  c.dim = 64, c.hiddenDim = 160, c.nLayers = 1, c.nHeads = 4, c.nKvHeads = 2;
+  c.vocabSize = 512, c.seqLen = 16;
+  std::string model = synthesizeModel(c, "to-truncate");
+  std::string bytes = readFile(model);
+  std::string truncated = tempDir() + "/truncated.bin";
+  writeBytes(truncated, bytes.substr(0, bytes.size() / 2));
+  std::string tok = quote(syntheticTokenizer(512));
+  std::string out = " -o " + quote(tempDir() + "/x.qm");
+  expectCleanFailure(run(compileTool() + quote(truncated) + " --tokenizer " + tok + out),
+                     "expected");
+  expectCleanFailure(run(compileTool() + quote(tempDir() + "/missing.bin") + " --tokenizer " +
+                         tok + out),
+                     "missing.bin");
+  expectCleanFailure(run(compileTool() + quote(model) + out), "--tokenizer");
+  expectCleanFailure(run(compileTool() + quote(model) + " --tokenizer " + quote(truncated) + out),
+                     "truncated.bin");
+  expectCleanFailure(run(compileTool() + quote(model) + " --emit=bogus"), "unknown --emit stage");
+  expectCleanFailure(run(compileTool() + quote(model) + " --tokenizer " + tok), "-o");
+  expectCleanFailure(
+      run(compileTool() + quote(model) + " --tokenizer " + tok + out + " --cpu not-a-cpu"),
+      "--cpu");
+}
+
+} // namespace
+} // namespace quill::test

@@ -1,0 +1,100 @@
+// Every compiled artifact's logits, step by step, against the plain C++
+// reference forward pass (the test oracle), on the real model and on
+// synthetic shapes that stress grouped-query attention, separate
+// classifiers, and widths that are not multiples of the vector width.
+#include "ReferenceForward.h"
+#include "TestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace quill::test {
+namespace {
+
+/// max_i |a_i - b_i| / max_i |b_i|: the error relative to the logits' scale
+/// (elementwise ratios explode on logits near zero).
+double relativeDifference(const float *actual, const std::vector<float> &expected) {
+  double maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    maxDiff = std::max(maxDiff, std::fabs(double(actual[i]) - expected[i]));
+    maxRef = std::max(maxRef, std::fabs(double(expected[i])));
+  }
+  return maxDiff / std::max(maxRef, 1e-30);
+}
+
+/// Feeds the same tokens to both and compares the logits of every position.
+void expectParity(const std::string &model, const std::string &tokenizer, const std::string &name,
+                  int steps, int threads, const std::string &flags = "") {
+  std::string artifact = compileArtifact(model, tokenizer, name, flags);
+  ASSERT_FALSE(artifact.empty());
+  LoadedArtifact loaded = load(artifact, threads);
+  ASSERT_TRUE(loaded.device);
+  auto reference = ReferenceModel::load(model);
+  ASSERT_TRUE(reference.isOk()) << reference.message();
+  const ModelConfig &config = reference->config();
+  uint64_t state = 12345;
+  double worst = 0;
+  for (int pos = 0; pos < steps && pos < config.seqLen; ++pos) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    int token = pos == 0 ? 1 : int((state >> 33) % uint64_t(config.vocabSize));
+    loaded.device->step(token, pos);
+    std::vector<float> expected = reference->forward(token, pos);
+    ASSERT_EQ(expected.size(), size_t(config.vocabSize));
+    double diff = relativeDifference(loaded.device->logits(), expected);
+    worst = std::max(worst, diff);
+    ASSERT_LE(diff, 1e-4) << name << ": logits differ at position " << pos;
+  }
+  ::testing::Test::RecordProperty("worst_relative_difference", std::to_string(worst));
+}
+
+TEST(LogitsParity, Stories260K) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  expectParity(model, sharedModel("stories260K/tok512.bin"), "parity-stories", 64, 2);
+}
+
+ModelConfig shape(int dim, int hidden, int layers, int heads, int kvHeads, int vocab, int context,
+                  bool shared) {
+  ModelConfig c;
+  c.dim = dim;
+  c.hiddenDim = hidden;
+  c.nLayers = layers;
+  c.nHeads = heads;
+  c.nKvHeads = kvHeads;
+  c.vocabSize = vocab;
+  c.seqLen = context;
+  c.sharedClassifier = shared;
+  return c;
+}
+
+TEST(LogitsParity, GroupedQueryAttentionOddWidthsSeparateClassifier) {
+  // dim 200, hidden 520, 10 heads of 20 over 2 kv heads: no width is a
+  // multiple of 16 floats.
+  ModelConfig c = shape(200, 520, 2, 10, 2, 512, 64, false);
+  expectParity(synthesizeModel(c, "gqa-odd"), syntheticTokenizer(512), "gqa-odd", 40, 2);
+}
+
+TEST(LogitsParity, MultiHeadSharedClassifierVersion1) {
+  ModelConfig c = shape(96, 250, 3, 6, 6, 600, 48, true);
+  expectParity(synthesizeModel(c, "mha-v1", /*formatVersion=*/1), syntheticTokenizer(600),
+               "mha-v1", 48, 1);
+}
+
+TEST(LogitsParity, LargeEnoughToSplitAcrossThreads) {
+  // 4096 x 512 logits and 1376-wide feed-forward: kernels run split.
+  ModelConfig c = shape(512, 1376, 2, 8, 4, 4096, 32, false);
+  expectParity(synthesizeModel(c, "split"), syntheticTokenizer(4096), "split", 24, 2);
+}
+
+TEST(LogitsParity, Avx2CodeAgreesToo) {
+  // Kernels built for AVX2 (no AVX-512) must run here and agree as well.
+  ModelConfig c = shape(200, 520, 2, 10, 2, 512, 64, false);
+  expectParity(synthesizeModel(c, "avx2"), syntheticTokenizer(512), "avx2", 32, 2,
+               "--cpu x86-64-v3");
+}
+
+} // namespace
+} // namespace quill::test

@@ -1,0 +1,144 @@
+// Paths, subprocesses and fixtures for the end-to-end tests.
+#include "TestSupport.h"
+
+#include "compiler/Import/SyntheticModel.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace quill::test {
+
+std::string sharedModel(const std::string &relative) {
+  fs::path path = fs::path(QUILL_SHARED_DIR) / "models" / relative;
+  return fs::exists(path) ? path.string() : "";
+}
+
+std::string tool(const std::string &name) { return std::string(QUILL_BIN_DIR) + "/" + name; }
+
+namespace {
+struct TempRoot {
+  fs::path path;
+  TempRoot() {
+    std::string pattern = (fs::temp_directory_path() / "quill-e2e-XXXXXX").string();
+    path = mkdtemp(pattern.data());
+  }
+  ~TempRoot() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+} // namespace
+
+std::string tempDir() {
+  static TempRoot root;
+  return root.path.string();
+}
+
+std::string quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult run(const std::string &commandLine) {
+  static int counter = 0;
+  std::string errPath = tempDir() + "/stderr-" + std::to_string(getpid()) + "-" +
+                        std::to_string(counter++);
+  std::string full = commandLine + " 2>" + quote(errPath) + " </dev/null";
+  CommandResult result;
+  FILE *pipe = popen(full.c_str(), "r");
+  if (!pipe)
+    return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
+    result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.err = readFile(errPath);
+  return result;
+}
+
+std::string compileArtifact(const std::string &model, const std::string &tokenizer,
+                            const std::string &name, const std::string &extraFlags) {
+  std::string out = tempDir() + "/" + name + ".qm";
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+                        quote(tokenizer) + " -o " + quote(out) + " " + extraFlags);
+  EXPECT_EQ(r.exitCode, 0) << "quill-compile failed: " << r.err;
+  return r.exitCode == 0 ? out : "";
+}
+
+std::string synthesizeModel(const ModelConfig &config, const std::string &name,
+                            int formatVersion, uint64_t seed) {
+  std::string path = tempDir() + "/" + name + ".bin";
+  Status s = writeSyntheticModel(path, config, formatVersion, seed);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return path;
+}
+
+std::string syntheticTokenizer(int vocabSize) {
+  EXPECT_GE(vocabSize, 260) << "byte tokens need ids 3..258";
+  std::string path = tempDir() + "/tokenizer-" + std::to_string(vocabSize) + ".bin";
+  if (fs::exists(path))
+    return path;
+  std::ofstream out(path, std::ios::binary);
+  int32_t maxLength = 8;
+  out.write(reinterpret_cast<const char *>(&maxLength), 4);
+  for (int id = 0; id < vocabSize; ++id) {
+    std::string piece;
+    if (id == 0) piece = "<unk>";
+    else if (id == 1) piece = "\n<s>\n";
+    else if (id == 2) piece = "\n</s>\n";
+    else if (id < 259) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "<0x%02X>", id - 3);
+      piece = buf;
+    } else {
+      piece = " t" + std::to_string(id);
+    }
+    float score = id < 259 ? 0.0f : -float(id);
+    int32_t length = static_cast<int32_t>(piece.size());
+    out.write(reinterpret_cast<const char *>(&score), 4);
+    out.write(reinterpret_cast<const char *>(&length), 4);
+    out.write(piece.data(), length);
+  }
+  return path;
+}
+
+} // namespace quill::test
+
+namespace quill::test {
+
+LoadedArtifact load(const std::string &path, int threads) {
+  LoadedArtifact loaded;
+  auto artifact = Artifact::open(path);
+  EXPECT_TRUE(artifact.isOk()) << artifact.message();
+  if (!artifact)
+    return loaded;
+  loaded.artifact = std::make_unique<Artifact>(artifact.take());
+  loaded.arena = std::make_unique<tbb::task_arena>(threads);
+  auto device = CpuDevice::create(*loaded.artifact, *loaded.arena);
+  EXPECT_TRUE(device.isOk()) << device.message();
+  if (device)
+    loaded.device = device.take();
+  return loaded;
+}
+
+} // namespace quill::test

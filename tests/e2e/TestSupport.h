@@ -1,0 +1,58 @@
+// Helpers for end-to-end tests: paths, subprocesses, compiled fixtures.
+#pragma once
+
+#include "runtime/artifact/ModelConfig.h"
+
+#include <string>
+#include <vector>
+
+namespace quill::test {
+
+/// ../shared/models/... path, or "" when ../shared is absent.
+std::string sharedModel(const std::string &relative);
+/// build/bin/NAME.
+std::string tool(const std::string &name);
+/// A fresh directory under the system temp dir, removed at exit.
+std::string tempDir();
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string out, err;
+};
+/// Runs a shell command line, capturing stdout and stderr.
+CommandResult run(const std::string &commandLine);
+/// Single-quotes `s` for the shell.
+std::string quote(const std::string &s);
+
+/// Compiles `model` with `tokenizer` into DIR/NAME.qm with quill-compile;
+/// fails the current test (and returns "") when that fails.
+std::string compileArtifact(const std::string &model, const std::string &tokenizer,
+                            const std::string &name, const std::string &extraFlags = "");
+/// Writes a synthetic llama2.c model of `config` and returns its path.
+std::string synthesizeModel(const ModelConfig &config, const std::string &name,
+                            int formatVersion = 0, uint64_t seed = 7);
+/// A llama2.c tokenizer.bin of `vocabSize` tokens (byte tokens and letters)
+/// for synthetic models; written once per size.
+std::string syntheticTokenizer(int vocabSize);
+
+std::string readFile(const std::string &path);
+
+} // namespace quill::test
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/device/CpuDevice.h"
+
+#include <memory>
+
+namespace quill::test {
+
+/// An artifact loaded onto the CPU device with its own arena.
+struct LoadedArtifact {
+  std::unique_ptr<Artifact> artifact;
+  std::unique_ptr<tbb::task_arena> arena;
+  std::unique_ptr<CpuDevice> device;
+};
+/// Loads `path` with `threads` worker threads; fails the test on error.
+LoadedArtifact load(const std::string &path, int threads);
+
+} // namespace quill::test

@@ -1,0 +1,143 @@
+// The artifact's section encodings and the loader's checks, on artifacts
+// assembled here (no compiler involved).
+#include "runtime/artifact/Artifact.h"
+#include "runtime/support/ByteStream.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace quill {
+namespace {
+
+ModelConfig tinyConfig() {
+  ModelConfig c;
+  c.dim = 8, c.hiddenDim = 16, c.nLayers = 1, c.nHeads = 2, c.nKvHeads = 1;
+  c.vocabSize = 4, c.seqLen = 8;
+  return c;
+}
+
+Schedule tinySchedule() {
+  Schedule s;
+  s.scratchBytes = 128;
+  s.kvBytes = 256;
+  s.weightBytes = 64;
+  s.logits = {MemorySpace::Scratch, 64, 16};
+  s.kernels = {"k0", "k1"};
+  s.dispatches.push_back({0, 1, 1, {{MemorySpace::Weights, 0, 64}, {MemorySpace::Scratch, 0, 32}}});
+  s.dispatches.push_back({1, 8, 4, {{MemorySpace::KVCache, 0, 256}, {MemorySpace::Scratch, 64, 16}}});
+  return s;
+}
+
+std::string writeArtifact(const Schedule &schedule, const ModelConfig &config) {
+  static int counter = 0;
+  std::string path = testing::TempDir() + "/quill-format-" + std::to_string(getpid()) + "-" +
+                     std::to_string(counter++) + ".qm";
+  ArtifactBuilder builder;
+  builder.addSection(SectionKind::Config, encodeConfig(config));
+  builder.addSection(SectionKind::Tokenizer, std::vector<uint8_t>(16, 1));
+  builder.addSection(SectionKind::Schedule, encodeSchedule(schedule));
+  builder.addSection(SectionKind::KernelLibrary, std::vector<uint8_t>(100, 7));
+  builder.addSection(SectionKind::Weights, std::vector<uint8_t>(schedule.weightBytes, 3));
+  EXPECT_TRUE(builder.write(path).isOk());
+  return path;
+}
+
+TEST(ArtifactFormat, ConfigAndScheduleRoundTrip) {
+  ModelConfig c = tinyConfig();
+  std::vector<uint8_t> bytes = encodeConfig(c);
+  auto decoded = decodeConfig(bytes.data(), bytes.size());
+  ASSERT_TRUE(decoded.isOk()) << decoded.message();
+  EXPECT_EQ(decoded->dim, 8);
+  EXPECT_EQ(decoded->nKvHeads, 1);
+  EXPECT_EQ(decoded->vocabSize, 4);
+
+  std::vector<uint8_t> sched = encodeSchedule(tinySchedule());
+  auto s = decodeSchedule(sched.data(), sched.size());
+  ASSERT_TRUE(s.isOk()) << s.message();
+  EXPECT_EQ(s->kernels, (std::vector<std::string>{"k0", "k1"}));
+  ASSERT_EQ(s->dispatches.size(), 2u);
+  EXPECT_EQ(s->dispatches[1].work, 8);
+  EXPECT_EQ(s->dispatches[1].grain, 4);
+  EXPECT_EQ(s->dispatches[1].bindings[0].space, MemorySpace::KVCache);
+  EXPECT_TRUE(validateSchedule(*s, c).isOk());
+}
+
+TEST(ArtifactFormat, EveryTruncationOfAScheduleIsAnError) {
+  std::vector<uint8_t> sched = encodeSchedule(tinySchedule());
+  for (size_t n = 0; n < sched.size(); ++n)
+    EXPECT_FALSE(decodeSchedule(sched.data(), n).isOk()) << n;
+  std::vector<uint8_t> config = encodeConfig(tinyConfig());
+  for (size_t n = 0; n < config.size(); ++n)
+    EXPECT_FALSE(decodeConfig(config.data(), n).isOk()) << n;
+}
+
+TEST(ArtifactFormat, ScheduleValidationCatchesOutOfPlanBindings) {
+  ModelConfig c = tinyConfig();
+  Schedule s = tinySchedule();
+  s.dispatches[0].bindings[1].offset = 120; // 120 + 32 > 128 bytes of scratch.
+  EXPECT_NE(validateSchedule(s, c).message().find("outside the plan"), std::string::npos);
+  s = tinySchedule();
+  s.dispatches[1].kernel = 5;
+  EXPECT_NE(validateSchedule(s, c).message().find("malformed"), std::string::npos);
+  s = tinySchedule();
+  s.logits.bytes = 12; // Not 4 floats.
+  EXPECT_NE(validateSchedule(s, c).message().find("logits"), std::string::npos);
+}
+
+TEST(ArtifactFormat, LoaderAcceptsAGoodFileAndMapsWeightsAligned) {
+  std::string path = writeArtifact(tinySchedule(), tinyConfig());
+  auto artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+  EXPECT_EQ(artifact->config().dim, 8);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(artifact->weights()) % 4096, 0u);
+  EXPECT_EQ(artifact->weights()[0], 3);
+  EXPECT_EQ(artifact->kernelLibrarySize(), 100u);
+}
+
+TEST(ArtifactFormat, LoaderRejectsEveryTruncationAndEveryByteFlip) {
+  std::string path = writeArtifact(tinySchedule(), tinyConfig());
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  std::string broken = path + ".broken";
+  for (size_t n = 0; n < bytes.size(); n += 7) {
+    std::ofstream(broken, std::ios::binary) << bytes.substr(0, n);
+    auto a = Artifact::open(broken);
+    EXPECT_FALSE(a.isOk()) << "truncated at " << n;
+    if (!a.isOk())
+      EXPECT_EQ(a.message().rfind(broken, 0), 0u) << "the message names the file";
+  }
+  int accepted = 0;
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string flipped = bytes;
+    flipped[at] = static_cast<char>(flipped[at] ^ 0x01);
+    std::ofstream(broken, std::ios::binary) << flipped;
+    accepted += Artifact::open(broken).isOk();
+  }
+  // Only flips in the zero padding between sections may go unnoticed.
+  size_t padding = 0;
+  for (char c : bytes)
+    padding += c == 0;
+  EXPECT_LE(size_t(accepted), padding);
+  std::remove(broken.c_str());
+  std::remove(path.c_str());
+}
+
+TEST(ArtifactFormat, ChecksumSeesEveryByte) {
+  std::vector<uint8_t> data(1000, 0);
+  uint64_t base = checksum64(data.data(), data.size());
+  for (size_t i = 0; i < data.size(); i += 37) {
+    data[i] = 1;
+    EXPECT_NE(checksum64(data.data(), data.size()), base) << i;
+    data[i] = 0;
+  }
+  EXPECT_NE(checksum64(data.data(), 999), base);
+}
+
+} // namespace
+} // namespace quill
