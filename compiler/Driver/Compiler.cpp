@@ -87,6 +87,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   mlir::PassManager pm(&context);
   IRDumper *dumper = nullptr;
   if (!options.dumpDir.empty()) {
+    // Passes on functions would otherwise run, and dump, concurrently.
+    context.disableMultithreading();
     if (llvm::sys::fs::create_directories(options.dumpDir))
       return Status::error(options.dumpDir + ": cannot create the IR dump directory");
     auto owned = std::make_unique<IRDumper>(options.dumpDir);
@@ -115,6 +117,15 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto llvmModule = (*target)->translate(*module, llvmContext);
   if (!llvmModule)
     return llvmModule.status();
+  if (dumper) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*llvmModule)->print(os, nullptr);
+    dumper->dumpText(text, "llvm-ir-optimized", "ll");
+    auto assembly = (*target)->emit(**llvmModule, /*assembly=*/true);
+    if (assembly)
+      dumper->dumpText(*assembly, "assembly", "s");
+  }
   if (options.emit == Stage::LLVMIR) {
     (*llvmModule)->print(out, nullptr);
     return Status::ok();

@@ -13,6 +13,8 @@ public:
   explicit IRDumper(std::string directory) : directory_(std::move(directory)) {}
   /// Writes `op` as the next numbered file, named after `what`.
   void dump(mlir::Operation *op, llvm::StringRef what);
+  /// Writes text produced after MLIR (LLVM IR, assembly) as the next file.
+  void dumpText(llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension);
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override;
 
 private:

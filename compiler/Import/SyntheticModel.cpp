@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 using namespace quill;
@@ -182,5 +183,44 @@ Status quill::writeSyntheticModel(const std::string &path,
     std::remove(path.c_str());
     return Status::error(path + ": cannot write: " + reason);
   }
+  return Status::ok();
+}
+
+Status quill::writeSyntheticTokenizer(const std::string &path, int32_t vocabSize) {
+  if (vocabSize < 260)
+    return Status::error(path + ": a synthetic tokenizer needs a vocabulary of at least 260 "
+                                "(3 specials and 256 byte tokens), got " +
+                         std::to_string(vocabSize));
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    return Status::error(path + ": cannot open for writing");
+  auto put = [&](const void *data, size_t size) {
+    out.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+  };
+  int32_t maxLength = 16;
+  put(&maxLength, 4);
+  for (int32_t id = 0; id < vocabSize; ++id) {
+    std::string piece;
+    if (id == 0) {
+      piece = "<unk>";
+    } else if (id == 1) {
+      piece = "\n<s>\n";
+    } else if (id == 2) {
+      piece = "\n</s>\n";
+    } else if (id < 259) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", id - 3);
+      piece = hex;
+    } else {
+      piece = " t" + std::to_string(id);
+    }
+    float score = id < 259 ? 0.0f : -float(id);
+    int32_t length = static_cast<int32_t>(piece.size());
+    put(&score, 4);
+    put(&length, 4);
+    put(piece.data(), piece.size());
+  }
+  if (!out.flush())
+    return Status::error(path + ": write failed");
   return Status::ok();
 }

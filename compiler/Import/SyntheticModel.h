@@ -35,4 +35,10 @@ void fillSyntheticTensor(const std::string &name,
 Status writeSyntheticModel(const std::string &path, const ModelConfig &config,
                            int formatVersion, uint64_t seed);
 
+/// Writes a llama2.c tokenizer.bin of `vocabSize` (>= 260) tokens for
+/// synthetic models: <unk>, BOS, EOS, the 256 byte tokens <0x00>..<0xFF>,
+/// then pieces " t<ID>" with decreasing scores. Any text encodes through the
+/// byte fallback.
+Status writeSyntheticTokenizer(const std::string &path, int32_t vocabSize);
+
 } // namespace quill

@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
     std::fputs(out.str().c_str(), stdout);
   } else {
     std::fputc('\n', stdout);
+    std::fflush(stdout);
     std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
                  stopReasonName(result->stop), result->tokens.size(), prefillRate, decodeRate);
   }

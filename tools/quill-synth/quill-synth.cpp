@@ -18,7 +18,9 @@ const char *const kUsage =
     "--layers N --heads N --kv-heads N --vocab N --seq-len N) -o FILE\n"
     "                   [--format legacy|v1] [--seed N] "
     "[--separate-classifier]\n"
-    "  With --shape, the custom flags override single fields of that shape.\n";
+    "                   [--tokenizer-out FILE]\n"
+    "  With --shape, the custom flags override single fields of that shape.\n"
+    "  --tokenizer-out also writes a matching byte-fallback tokenizer.bin.\n";
 
 /// Prints one line on stderr and returns the exit code for bad usage.
 int fail(const std::string &message) {
@@ -41,7 +43,7 @@ std::optional<int64_t> parseInt(const char *text, int64_t lo, int64_t hi) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string shapeName, output, format = "legacy";
+  std::string shapeName, output, tokenizerOut, format = "legacy";
   uint64_t seed = 0;
   bool separateClassifier = false;
   // Custom fields, in ModelConfig order; unset ones come from --shape.
@@ -67,6 +69,8 @@ int main(int argc, char **argv) {
       shapeName = value;
     } else if (flag == "-o" || flag == "--output") {
       output = value;
+    } else if (flag == "--tokenizer-out") {
+      tokenizerOut = value;
     } else if (flag == "--format") {
       format = value;
       if (format != "legacy" && format != "v1")
@@ -114,6 +118,9 @@ int main(int argc, char **argv) {
       *targets[f] = *fields[f];
   config.sharedClassifier = !separateClassifier;
 
+  if (!tokenizerOut.empty())
+    if (Status s = writeSyntheticTokenizer(tokenizerOut, config.vocabSize); !s)
+      return fail(s.message());
   if (Status s =
           writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed);
       !s)
