@@ -9,8 +9,9 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
   let description = [{
     Rewrites every quill compute op (normally inside kernels made by
     `quill-outline-kernels`) into `linalg.generic` ops on tensors plus
-    `tensor`, `arith` and `math` ops. Reductions carry `fastmath<reassoc,
-    contract>` so that the code generator may vectorize them and form FMAs.
+    `tensor`, `arith` and `math` ops. Dot-product and sum-of-squares
+    reductions carry `fastmath<reassoc, contract>` so that the code generator
+    may vectorize them and form FMAs.
     Tiled ops (`tile [%b, %e]`) compute only their output rows.
 
     Before:
@@ -29,7 +30,8 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::bufferization::BufferizationDialect"
   ];
 }
 

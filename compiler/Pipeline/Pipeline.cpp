@@ -50,7 +50,7 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
     // allocates no heap memory.
     return "eliminate-empty-tensors,one-shot-bufferize,canonicalize,cse,"
            "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4194304 "
-           "max-rank-of-allocated-memref=4}),"
+           "max-rank-of-allocated-memref=4}),quill-check-static-memory,"
            "quill-copies-to-linalg,convert-linalg-to-loops,canonicalize,cse";
   case Stage::LLVMDialect:
     return "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"

@@ -6,20 +6,21 @@ import lit.formats
 
 config.name = "Quill"
 config.test_format = lit.formats.ShTest(True)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
 
+if not hasattr(config, "quill_tools_dir"):
+    lit_config.fatal("run lit on the build tree's tests/lit, which holds the "
+                     "lit.site.cfg.py that CMake writes")
+
 config.test_source_root = os.path.dirname(__file__)
-# The build tree's tests/lit folder when run through lit.site.cfg.py.
-config.test_exec_root = getattr(config, "quill_obj_root", None) or config.test_source_root
+config.test_exec_root = config.quill_obj_root
 
 # quill-opt from the build; FileCheck and not from LLVM 22 (not on PATH unversioned).
-tools_dir = getattr(config, "quill_tools_dir", None) or os.environ.get("QUILL_TOOLS_DIR")
-if not tools_dir:
-    lit_config.fatal("no quill tools dir: run lit on the build tree's tests/lit "
-                     "(which holds lit.site.cfg.py) or set QUILL_TOOLS_DIR")
+tools_dir = config.quill_tools_dir
 llvm_tools_dir = "/usr/lib/llvm-22/bin"
-for tool, where in (("quill-opt", tools_dir), ("FileCheck", llvm_tools_dir),
+for tool, where in (("quill-opt", tools_dir), ("quill-compile", tools_dir),
+                    ("quill-synth", tools_dir), ("FileCheck", llvm_tools_dir),
                     ("not", llvm_tools_dir)):
     if not os.access(os.path.join(where, tool), os.X_OK):
         lit_config.fatal("%s not found in %s" % (tool, where))

@@ -1,6 +1,8 @@
 // Small builders shared by the quill-to-linalg lowerings.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+
 using namespace mlir;
 
 namespace mlir::quill {
@@ -24,7 +26,10 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
 
 Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                    ArrayRef<OpFoldResult> sizes, std::optional<float> value) {
-  Value full = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+  // An allocation, not a tensor.empty: empties of one shape would be merged
+  // by CSE and their slices folded into dynamically sized heap buffers.
+  Value full = bufferization::AllocTensorOp::create(
+      b, loc, RankedTensorType::get(shape, b.getF32Type()), ValueRange{});
   SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
   Value slice = tensor::ExtractSliceOp::create(b, loc, full, zeros, sizes, ones);

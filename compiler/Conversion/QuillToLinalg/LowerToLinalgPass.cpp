@@ -26,7 +26,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult leftover = getOperation().walk([](Operation *op) {
-      if (isa<QuillDialect>(op->getDialect()) &&
+      if (isa_and_nonnull<QuillDialect>(op->getDialect()) &&
           !isa<ScheduleOp, DispatchOp, WeightOp, KVCacheOp>(op)) {
         op->emitError("quill-lower-to-linalg: no lowering for this op");
         return WalkResult::interrupt();

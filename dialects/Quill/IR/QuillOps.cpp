@@ -23,6 +23,19 @@ static bool mismatch(int64_t a, int64_t b) {
   return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
 }
 
+/// Every tensor of a step op has a static shape; only the result of a tiled
+/// (kernel) form may be dynamic.
+static LogicalResult verifyStaticShapes(Operation *op, bool tiled = false) {
+  for (Value operand : op->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType()); type && !type.hasStaticShape())
+      return op->emitOpError("operands must have static shapes, got ") << type;
+  if (!tiled)
+    for (Type type : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && !tensor.hasStaticShape())
+        return op->emitOpError("results must have static shapes, got ") << tensor;
+  return success();
+}
+
 static LogicalResult verifyTile(Operation *op, ValueRange tile) {
   if (!tile.empty() && tile.size() != 2)
     return op->emitOpError("tile takes a begin and an end, got ")
@@ -42,14 +55,16 @@ LogicalResult KVCacheOp::verify() {
   if (getKind() != "key" && getKind() != "value")
     return emitOpError("kind must be \"key\" or \"value\", got \"")
            << getKind() << "\"";
-  if (getLayer() < 0)
-    return emitOpError("layer must be non-negative, got ") << getLayer();
+  if (getLayerAttr().getInt() < 0)
+    return emitOpError("layer must be non-negative, got ") << getLayerAttr().getInt();
   if (!getType().hasStaticShape())
     return emitOpError("cache must have a static shape");
   return success();
 }
 
 LogicalResult KVWriteOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
   if (mismatch(dimOf(getRow(), 0), dimOf(getCache(), 1)))
     return emitOpError("row has ")
            << dimOf(getRow(), 0) << " elements but the cache rows have "
@@ -58,6 +73,8 @@ LogicalResult KVWriteOp::verify() {
 }
 
 LogicalResult EmbeddingOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
   if (mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
     return emitOpError("table") << weightName(getTable()) << " rows have "
                                 << dimOf(getTable(), 1)
@@ -67,6 +84,8 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 LogicalResult RMSNormOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
   if (mismatch(dimOf(getInput(), 0), dimOf(getWeight(), 0)))
     return emitOpError("weight") << weightName(getWeight()) << " has "
                                  << dimOf(getWeight(), 0)
@@ -80,7 +99,7 @@ LogicalResult RMSNormOp::verify() {
 /// Shared by quill.linear and quill.logits.
 static LogicalResult verifyMatVec(Operation *op, Value input, Value weight,
                                   Value result, ValueRange tile) {
-  if (failed(verifyTile(op, tile)))
+  if (failed(verifyTile(op, tile)) || failed(verifyStaticShapes(op, !tile.empty())))
     return failure();
   if (mismatch(dimOf(weight, 1), dimOf(input, 0)))
     return op->emitOpError("weight")
@@ -102,6 +121,8 @@ LogicalResult LogitsOp::verify() {
 }
 
 LogicalResult RoPEOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
   int64_t headDim = getHeadDim();
   if (headDim <= 0 || headDim % 2 != 0)
     return emitOpError("head_dim must be positive and even, got ") << headDim;
@@ -115,7 +136,7 @@ LogicalResult RoPEOp::verify() {
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyTile(*this, getTile())))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
@@ -138,6 +159,10 @@ LogicalResult AttentionOp::verify() {
            << dimOf(getResult(), 0) << " elements but the query has " << width;
   return success();
 }
+
+LogicalResult SwiGLUOp::verify() { return verifyStaticShapes(*this); }
+
+LogicalResult AddOp::verify() { return verifyStaticShapes(*this); }
 
 LogicalResult DispatchOp::verify() {
   if (getWork() <= 0 || getGrain() <= 0)

@@ -161,7 +161,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
     For each query head `h` (kv head `h / (num_heads / num_kv_heads)`):
     scores over cached positions `0..pos` scaled by `1/sqrt(head_dim)`,
     softmax, and the weighted sum of cached values. Inside a kernel,
-    `tile [%b, %e]` restricts the op to query heads `[b, e)`.
+    `tile [%b, %e]` restricts the op to kv heads `[b, e)`: the query heads
+    that share them, and those rows of the result.
 
     ```mlir
     %o = quill.attention %q, %k, %v at %pos {num_heads = 8 : i64, num_kv_heads = 4 : i64}
@@ -195,6 +196,7 @@ def Quill_SwiGLUOp : Quill_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up", "res
   let arguments = (ins Quill_Vector:$gate, Quill_Vector:$up);
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Quill_AddOp : Quill_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
@@ -207,6 +209,7 @@ def Quill_AddOp : Quill_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>
   let arguments = (ins Quill_Vector:$lhs, Quill_Vector:$rhs);
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -36,16 +36,28 @@ struct EmitKernelABIPass : mlir::quill::impl::EmitKernelABIBase<EmitKernelABIPas
                        "use-bare-ptr-memref-call-conv first)";
         return signalPassFailure();
       }
+      if (body.isExternal()) {
+        body.emitError("quill-emit-kernel-abi: kernel @")
+            << name << " is only declared; a dispatched kernel needs a body";
+        return signalPassFailure();
+      }
+      std::string bodyName = (name + "_body").str();
+      if (module.lookupSymbol(bodyName)) {
+        body.emitError("quill-emit-kernel-abi: @")
+            << bodyName << " already exists";
+        return signalPassFailure();
+      }
       LLVM::LLVMFunctionType type = body.getFunctionType();
       unsigned numParams = type.getNumParams();
       if (numParams < kScalarParams ||
           llvm::any_of(type.getParams().drop_back(kScalarParams),
-                       [&](Type t) { return t != ptrType; })) {
+                       [&](Type t) { return t != ptrType; }) ||
+          llvm::any_of(type.getParams().take_back(kScalarParams),
+                       [&](Type t) { return t != i64; })) {
         body.emitError("quill-emit-kernel-abi: kernel @")
             << name << " must take bare pointers then 4 integers, got " << type;
         return signalPassFailure();
       }
-      std::string bodyName = (name + "_body").str();
       body.setSymName(bodyName);
       body.setLinkage(LLVM::Linkage::Internal);
       unsigned numBindings = numParams - kScalarParams;

@@ -35,7 +35,7 @@ int64_t byteSize(Type type) {
 struct MemoryPlan {
   int64_t weightBytes = 0, kvBytes = 0, scratchBytes = 0;
   llvm::StringMap<std::pair<int64_t, Type>> weights;
-  std::map<std::pair<std::string, int64_t>, int64_t> caches;
+  std::map<std::pair<std::string, int64_t>, std::pair<int64_t, Type>> caches;
   DenseMap<Value, BindingAttr> bindings;
 };
 
@@ -80,8 +80,14 @@ std::string kernelKey(Operation *op) {
   std::string key;
   llvm::raw_string_ostream os(key);
   os << op->getName() << "|";
-  for (Value operand : op->getOperands())
-    os << operand.getType() << ",";
+  for (Value operand : op->getOperands()) {
+    os << operand.getType();
+    // Index operands are step arguments (token or pos): kernels read them
+    // from fixed parameters, so which one feeds the op is part of the kernel.
+    if (auto arg = dyn_cast<BlockArgument>(operand))
+      os << "#arg" << arg.getArgNumber();
+    os << ",";
+  }
   os << "|" << op->getResult(0).getType() << "|" << op->getAttrDictionary();
   return key;
 }
@@ -117,13 +123,23 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
                << it->second.second << " and " << weight.getType();
       bind(weight, "weights", it->second.first);
     } else if (auto cache = dyn_cast<KVCacheOp>(op)) {
-      auto key = std::make_pair(cache.getKind().str(), cache.getLayer());
-      auto [it, inserted] = plan.caches.try_emplace(key, plan.kvBytes);
+      auto key = std::make_pair(cache.getKind().str(), int64_t(cache.getLayer()));
+      auto [it, inserted] =
+          plan.caches.try_emplace(key, plan.kvBytes, cache.getType());
       if (inserted)
         plan.kvBytes += alignUp(byteSize(cache.getType()));
-      bind(cache, "kv", it->second);
+      else if (it->second.second != cache.getType())
+        return cache.emitOpError("the ")
+               << cache.getKind() << " cache of layer " << cache.getLayer()
+               << " is used with two shapes: " << it->second.second << " and "
+               << cache.getType();
+      bind(cache, "kv", it->second.first);
     } else if (auto write = dyn_cast<KVWriteOp>(op)) {
       plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
+    } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) &&
+               !isa<func::ReturnOp>(op)) {
+      return op.emitOpError("quill-outline-kernels: only quill ops can be "
+                            "outlined (run quill-verify-step first)");
     } else if (op.getNumResults() == 1) {
       bind(op.getResult(0), "scratch", plan.scratchBytes);
       plan.scratchBytes += alignUp(byteSize(op.getResult(0).getType()));

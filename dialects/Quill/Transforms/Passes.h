@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
+#include "dialects/Quill/IR/QuillDialect.h"
+
 namespace mlir::quill {
 
 #define GEN_PASS_DECL

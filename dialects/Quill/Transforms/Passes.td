@@ -44,6 +44,7 @@ def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
     ```
   }];
   let dependentDialects = [
+    "::mlir::quill::QuillDialect",
     "::mlir::func::FuncDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
     "::mlir::tensor::TensorDialect"
@@ -66,6 +67,16 @@ def CopiesToLinalg : Pass<"quill-copies-to-linalg", "ModuleOp"> {
     After:  `linalg.copy ins(%a : ...) outs(%b : ...)`
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def CheckStaticMemory : Pass<"quill-check-static-memory", "ModuleOp"> {
+  let summary = "Fails when a kernel would allocate heap memory per call";
+  let description = [{
+    The contract before LLVM: kernels keep temporaries on the stack
+    (`memref.alloca` of static size) so that a step allocates nothing on the
+    heap. Any `memref.alloc` left after `promote-buffers-to-stack` is
+    reported, naming the kernel and the buffer type.
+  }];
 }
 
 def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {

@@ -34,7 +34,7 @@ struct VerifyStepPass : mlir::quill::impl::VerifyStepBase<VerifyStepPass> {
       return signalPassFailure();
     }
     for (Operation &op : step.getBody().front()) {
-      if (isa<QuillDialect>(op.getDialect()) || isa<func::ReturnOp>(op))
+      if (isa_and_nonnull<QuillDialect>(op.getDialect()) || isa<func::ReturnOp>(op))
         continue;
       op.emitError("quill contract: only quill ops may appear in @step, found '")
           << op.getName() << "'";

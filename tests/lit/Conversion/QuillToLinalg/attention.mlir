@@ -23,7 +23,7 @@
 // CHECK: %[[KS:.*]] = tensor.extract_slice %[[K3]][0, 0, 0] [%[[N]], 2, 2] [1, 1, 1] : tensor<32x2x2xf32> to tensor<?x2x2xf32>
 // CHECK: %[[V3:.*]] = tensor.expand_shape %[[VC]] {{\[}}[0], [1, 2]] output_shape [32, 2, 2]
 // CHECK: %[[VS:.*]] = tensor.extract_slice %[[V3]][0, 0, 0] [%[[N]], 2, 2] [1, 1, 1] : tensor<32x2x2xf32> to tensor<?x2x2xf32>
-// CHECK: %[[SE:.*]] = tensor.empty() : tensor<2x2x32xf32>
+// CHECK: %[[SE:.*]] = bufferization.alloc_tensor() : tensor<2x2x32xf32>
 // CHECK: %[[SES:.*]] = tensor.extract_slice %[[SE]][0, 0, 0] [2, 2, %[[N]]] [1, 1, 1] : tensor<2x2x32xf32> to tensor<2x2x?xf32>
 // CHECK: %[[S0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[SES]] : tensor<2x2x?xf32>)
 // CHECK: %[[SCORES:.*]] = linalg.generic {indexing_maps = [#[[$Q]], #[[$K]], #[[$S]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
@@ -49,7 +49,7 @@
 // CHECK-SAME: ins(%[[SUM]] : tensor<2x2xf32>) outs(%[[EXPS]] : tensor<2x2x?xf32>)
 // CHECK-NEXT: ^bb0(%[[SUMV:[^:]+]]: f32, %[[EV:[^:]+]]: f32):
 // CHECK-NEXT: arith.divf %[[EV]], %[[SUMV]] : f32
-// CHECK: %[[OE:.*]] = tensor.empty() : tensor<2x2x2xf32>
+// CHECK: %[[OE:.*]] = bufferization.alloc_tensor() : tensor<2x2x2xf32>
 // CHECK: %[[O0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[OE]] : tensor<2x2x2xf32>)
 // CHECK: %[[OUT:.*]] = linalg.generic {indexing_maps = [#[[$Q]], #[[$V]], #[[$S]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
 // CHECK-SAME: ins(%[[PROBS]], %[[VS]] : tensor<2x2x?xf32>, tensor<?x2x2xf32>) outs(%[[O0]] : tensor<2x2x2xf32>)

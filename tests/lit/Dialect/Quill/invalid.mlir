@@ -143,11 +143,27 @@ func.func @linear_tile_one_value(%x: tensor<8xf32>, %w: tensor<4x8xf32>, %b: ind
 // -----
 
 // Must not fire: a tiled matvec computes a row range, so its result need not
-// have the weight's rows; dynamic sizes are not mismatches.
-func.func @matvec_tiled_ok(%x: tensor<8xf32>, %w: tensor<64x8xf32>, %xd: tensor<?xf32>, %b: index, %e: index) {
+// have the weight's rows and may be dynamic.
+func.func @matvec_tiled_ok(%x: tensor<8xf32>, %w: tensor<64x8xf32>, %b: index, %e: index) {
   %y = quill.linear %x, %w tile[%b, %e] : tensor<8xf32>, tensor<64x8xf32> -> tensor<16xf32>
   %l = quill.logits %x, %w tile[%b, %e] : tensor<8xf32>, tensor<64x8xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// Step ops take statically shaped tensors: the memory plan needs sizes.
+func.func @matvec_dynamic_input(%xd: tensor<?xf32>, %w: tensor<64x8xf32>) {
+  // expected-error @+1 {{'quill.linear' op operands must have static shapes, got 'tensor<?xf32>'}}
   %d = quill.linear %xd, %w : tensor<?xf32>, tensor<64x8xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @add_dynamic(%a: tensor<?xf32>) {
+  // expected-error @+1 {{'quill.add' op operands must have static shapes}}
+  %d = quill.add %a, %a : tensor<?xf32>
   return
 }
 

@@ -102,3 +102,47 @@ module {
     llvm.return
   }
 }
+
+// -----
+
+// A dispatched kernel that is only declared has no body to wrap.
+module {
+  quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
+      scratch_bytes = 32 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+    quill.dispatch @k([#quill.binding<"scratch", 0, 32>]) work(1, 1)
+  }
+  // expected-error @+1 {{quill-emit-kernel-abi: kernel @k is only declared; a dispatched kernel needs a body}}
+  llvm.func @k(!llvm.ptr, i64, i64, i64, i64)
+}
+
+// -----
+
+// The four scalars must be i64 (token, pos, begin, end).
+module {
+  quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
+      scratch_bytes = 32 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+    quill.dispatch @k([#quill.binding<"scratch", 0, 32>]) work(1, 1)
+  }
+  // expected-error @+1 {{quill-emit-kernel-abi: kernel @k must take bare pointers then 4 integers}}
+  llvm.func @k(%p: !llvm.ptr, %token: i32, %pos: i64, %begin: i64, %end: i64) {
+    llvm.return
+  }
+}
+
+// -----
+
+// The wrapper takes the kernel's name; a function already named K_body
+// would clash.
+module {
+  quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
+      scratch_bytes = 32 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+    quill.dispatch @k([#quill.binding<"scratch", 0, 32>]) work(1, 1)
+  }
+  // expected-error @+1 {{quill-emit-kernel-abi: @k_body already exists}}
+  llvm.func @k(%p: !llvm.ptr, %token: i64, %pos: i64, %begin: i64, %end: i64) {
+    llvm.return
+  }
+  llvm.func @k_body() {
+    llvm.return
+  }
+}

@@ -1,0 +1,18 @@
+// RUN: quill-opt %s -split-input-file -verify-diagnostics --quill-check-static-memory | FileCheck %s
+
+// Must not fire: stack temporaries of static size are the contract.
+// CHECK-LABEL: func.func @stack_only
+// CHECK: memref.alloca() : memref<4x8xf32>
+func.func @stack_only(%n: index) {
+  %a = memref.alloca() : memref<4x8xf32>
+  return
+}
+
+// -----
+
+// A heap allocation left in a kernel is reported with the kernel and type.
+func.func @heap_per_call(%n: index) {
+  // expected-error @+1 {{quill contract: kernel @heap_per_call would allocate 'memref<?x2xf32>' on the heap at every call}}
+  %a = memref.alloc(%n) : memref<?x2xf32>
+  return
+}
