@@ -14,7 +14,7 @@ std::string formatParam(float value) {
 
 Status validate(const SamplingParams &params) {
   if (!std::isfinite(params.temperature) || params.temperature < 0.0f)
-    return Status::error("invalid --temperature " +
+    return Status::error("invalid --temp " +
                          formatParam(params.temperature) +
                          ": must be a finite number >= 0 (0 = greedy)");
   if (params.topK < 0)

@@ -138,7 +138,7 @@ TEST(SamplingParams, RejectsOutOfRange) {
             "invalid --top-p 0: must be in (0, 1]");
   EXPECT_EQ(
       validate({-1.0f, 0, 1.0f, 0}).message(),
-      "invalid --temperature -1: must be a finite number >= 0 (0 = greedy)");
+      "invalid --temp -1: must be a finite number >= 0 (0 = greedy)");
   EXPECT_EQ(validate({1.0f, -3, 1.0f, 0}).message(),
             "invalid --top-k -3: must be >= 0 (0 = off)");
   Status nanTopP = validate({1.0f, 0, kNaN, 0});
