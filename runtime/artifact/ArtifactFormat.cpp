@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace quill {
 
@@ -136,7 +137,16 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config) {
 }
 
 void ArtifactBuilder::addSection(SectionKind kind, std::vector<uint8_t> bytes) {
-  sections_.emplace_back(kind, std::move(bytes));
+  uint64_t size = bytes.size();
+  auto shared = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  sections_.push_back({kind, size, [shared](const SectionSink &sink) {
+                         sink(shared->data(), shared->size());
+                         return Status::ok();
+                       }});
+}
+
+void ArtifactBuilder::addSection(SectionKind kind, uint64_t size, SectionProducer produce) {
+  sections_.push_back({kind, size, std::move(produce)});
 }
 
 Status ArtifactBuilder::write(const std::string &path) const {
@@ -148,33 +158,57 @@ Status ArtifactBuilder::write(const std::string &path) const {
   std::vector<SectionEntry> table(sections_.size());
   uint64_t offset = sizeof(ArtifactHeader) + table.size() * sizeof(SectionEntry);
   for (size_t i = 0; i < sections_.size(); ++i) {
-    const auto &[kind, bytes] = sections_[i];
-    uint64_t align = kind == SectionKind::Weights ? kWeightsAlignment : 64;
+    uint64_t align = sections_[i].kind == SectionKind::Weights ? kWeightsAlignment : 64;
     offset = (offset + align - 1) / align * align;
-    table[i] = {static_cast<uint32_t>(kind), 0, offset, bytes.size(),
-                checksum64(bytes.data(), bytes.size())};
-    offset += bytes.size();
+    table[i] = {static_cast<uint32_t>(sections_[i].kind), 0, offset, sections_[i].size, 0};
+    offset += sections_[i].size;
   }
   header.fileSize = offset;
-  header.sectionTableChecksum = checksum64(
-      reinterpret_cast<const uint8_t *>(table.data()), table.size() * sizeof(SectionEntry));
 
   std::FILE *file = std::fopen(path.c_str(), "wb");
   if (!file)
     return Status::error(path + ": cannot open for writing");
-  bool ok = std::fwrite(&header, sizeof header, 1, file) == 1 &&
-            std::fwrite(table.data(), sizeof(SectionEntry), table.size(), file) == table.size();
-  uint64_t written = sizeof header + table.size() * sizeof(SectionEntry);
+  // Header and table are written last, once the checksums are known.
+  bool ok = std::fseek(file, static_cast<long>(table.empty() ? sizeof header : table[0].offset),
+                       SEEK_SET) == 0;
+  uint64_t written = table.empty() ? sizeof header : table[0].offset;
   static const uint8_t zeros[kWeightsAlignment] = {};
+  Status produced = Status::ok();
   for (size_t i = 0; ok && i < sections_.size(); ++i) {
     ok = std::fwrite(zeros, 1, table[i].offset - written, file) == table[i].offset - written;
-    const auto &bytes = sections_[i].second;
-    ok = ok && std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-    written = table[i].offset + bytes.size();
+    Checksum64 checksum(sections_[i].size);
+    uint64_t count = 0;
+    SectionSink sink = [&](const void *data, size_t size) {
+      ok = ok && std::fwrite(data, 1, size, file) == size;
+      checksum.update(static_cast<const uint8_t *>(data), size);
+      count += size;
+    };
+    produced = sections_[i].produce(sink);
+    if (!produced)
+      break;
+    if (count != sections_[i].size) {
+      produced = Status::error(path + ": section " + std::to_string(i) + " produced " +
+                               std::to_string(count) + " bytes, expected " +
+                               std::to_string(sections_[i].size));
+      break;
+    }
+    table[i].checksum = checksum.finish();
+    written = table[i].offset + sections_[i].size;
   }
+  header.sectionTableChecksum = checksum64(
+      reinterpret_cast<const uint8_t *>(table.data()), table.size() * sizeof(SectionEntry));
+  ok = ok && produced && std::fseek(file, 0, SEEK_SET) == 0 &&
+       std::fwrite(&header, sizeof header, 1, file) == 1 &&
+       std::fwrite(table.data(), sizeof(SectionEntry), table.size(), file) == table.size();
   ok = (std::fclose(file) == 0) && ok;
-  if (!ok)
+  if (!produced) {
+    std::remove(path.c_str());
+    return produced;
+  }
+  if (!ok) {
+    std::remove(path.c_str());
     return Status::error(path + ": write failed");
+  }
   return Status::ok();
 }
 

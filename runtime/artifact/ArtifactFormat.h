@@ -13,6 +13,7 @@
 #include "runtime/support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -89,15 +90,29 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size);
 /// memory plan, and that the logits are vocabSize floats of scratch.
 Status validateSchedule(const Schedule &schedule, const ModelConfig &config);
 
+/// Appends bytes to the section being written.
+using SectionSink = std::function<void(const void *data, size_t size)>;
+/// Produces a section's bytes in order into the sink, while the file is
+/// written (so gigabytes of weights never sit in memory twice).
+using SectionProducer = std::function<Status(const SectionSink &sink)>;
+
 /// Assembles an artifact file in memory order and writes it.
 class ArtifactBuilder {
 public:
   void addSection(SectionKind kind, std::vector<uint8_t> bytes);
+  /// A section of exactly `size` bytes that `produce` writes when the file
+  /// is written.
+  void addSection(SectionKind kind, uint64_t size, SectionProducer produce);
   /// Writes header, table and sections; the Weights section is page-aligned.
   Status write(const std::string &path) const;
 
 private:
-  std::vector<std::pair<SectionKind, std::vector<uint8_t>>> sections_;
+  struct Section {
+    SectionKind kind;
+    uint64_t size;
+    SectionProducer produce;
+  };
+  std::vector<Section> sections_;
 };
 
 } // namespace quill

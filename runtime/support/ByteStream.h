@@ -68,4 +68,19 @@ private:
 /// truncation and bit flips in an artifact; not cryptographic.
 uint64_t checksum64(const uint8_t *data, size_t size);
 
+/// checksum64 computed over data that arrives in pieces (gigabytes of
+/// weights written while they are produced): same result as one call.
+class Checksum64 {
+public:
+  explicit Checksum64(uint64_t totalSize);
+  void update(const uint8_t *data, size_t size);
+  uint64_t finish();
+
+private:
+  void block(const uint8_t *data);
+  uint64_t lanes_[4];
+  uint8_t pending_[32];
+  size_t pendingSize_ = 0;
+};
+
 } // namespace quill

@@ -139,5 +139,31 @@ TEST(ArtifactFormat, ChecksumSeesEveryByte) {
   EXPECT_NE(checksum64(data.data(), 999), base);
 }
 
+TEST(ArtifactFormat, StreamedChecksumEqualsOneShot) {
+  std::vector<uint8_t> data(1000);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 131 + 7);
+  uint64_t expected = checksum64(data.data(), data.size());
+  for (size_t piece : {1u, 3u, 31u, 32u, 33u, 100u, 999u}) {
+    Checksum64 streamed(data.size());
+    for (size_t at = 0; at < data.size(); at += piece)
+      streamed.update(data.data() + at, std::min(piece, data.size() - at));
+    EXPECT_EQ(streamed.finish(), expected) << "pieces of " << piece;
+  }
+}
+
+TEST(ArtifactFormat, ProducedSectionOfTheWrongSizeFailsTheWrite) {
+  ArtifactBuilder builder;
+  builder.addSection(SectionKind::Weights, 100, [](const SectionSink &sink) {
+    uint8_t bytes[40] = {};
+    sink(bytes, sizeof bytes);
+    return Status::ok();
+  });
+  std::string path = testing::TempDir() + "/quill-short-section.qm";
+  Status s = builder.write(path);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("produced 40 bytes, expected 100"), std::string::npos);
+}
+
 } // namespace
 } // namespace quill
