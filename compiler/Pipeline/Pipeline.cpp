@@ -53,8 +53,9 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            "max-rank-of-allocated-memref=4}),quill-check-static-memory,"
            "quill-copies-to-linalg,convert-linalg-to-loops,canonicalize,cse";
   case Stage::LLVMDialect:
-    return "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-           "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
+    return "convert-vector-to-scf{full-unroll=1},lower-affine,convert-scf-to-cf,"
+           "expand-strided-metadata,lower-affine,"
+           "convert-vector-to-llvm{reassociate-fp-reductions=1},finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
            "convert-index-to-llvm,"
            "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
            "convert-cf-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts,"

@@ -21,6 +21,10 @@ const char *runUsage() {
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --no-verify           skip checksumming the weights at load\n"
+         "  --bench               time prefill and decode, probe the machine's bandwidth\n"
+         "                        and FMA peak, print both (with --json: as JSON)\n"
+         "  --bench-prompt N      prompt tokens for --bench (default 128)\n"
+         "  --bench-decode N      decode steps for --bench (default 128)\n"
          "  -h, --help            this text\n";
 }
 
@@ -99,6 +103,14 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--verbose") {
       o.verbose = true;
+    } else if (arg == "--bench") {
+      o.bench = true;
+    } else if (arg == "--bench-prompt" || arg == "--bench-decode") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 1)
+        return Status::error("invalid " + arg + " " + *v + ": must be at least 1");
+      (arg == "--bench-prompt" ? o.benchPrompt : o.benchDecode) = *n;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {

@@ -19,6 +19,9 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   bool verifyWeights = true;
+  bool bench = false;         ///< Measure the model and the machine instead.
+  int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.
+  int32_t benchDecode = 128;  ///< Decode steps timed by --bench.
   bool help = false;
 };
 

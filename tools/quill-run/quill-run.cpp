@@ -2,6 +2,7 @@
 #include "RunOptions.h"
 
 #include "runtime/artifact/Artifact.h"
+#include "runtime/bench/ModelBench.h"
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
 #include "runtime/support/Json.h"
@@ -9,6 +10,7 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -60,6 +62,16 @@ int main(int argc, char **argv) {
   auto device = CpuDevice::create(*artifact, arena);
   if (!device)
     return fail(device.message());
+  if (options.bench) {
+    // Short contexts shrink the benchmark rather than fail it.
+    int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
+    int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
+    auto report = benchmarkModel(**device, config, arena, prompt, decode);
+    if (!report)
+      return fail(report.message());
+    std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
+    return 0;
+  }
   SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
   sampler.reserve(config.vocabSize);
   if (options.verbose) {

@@ -1,0 +1,114 @@
+// The whole-model benchmark behind `quill-run --bench`.
+#include "runtime/bench/ModelBench.h"
+
+#include "runtime/bench/MachineProbes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+namespace quill {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double matrixWeights(const ModelConfig &c) {
+  double perLayer = 2.0 * c.dim * c.dim + 2.0 * c.dim * c.kvDim() + 3.0 * c.dim * c.hiddenDim;
+  return perLayer * c.nLayers + double(c.vocabSize) * c.dim;
+}
+
+/// The greedy choice; the benchmark times the model, not a sampler chain.
+int32_t argmax(const float *logits, int32_t n) {
+  return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+}
+} // namespace
+
+double weightBytesPerToken(const ModelConfig &c) {
+  double norms = (2.0 * c.nLayers + 1) * c.dim;
+  return (matrixWeights(c) + norms + c.dim) * sizeof(float);
+}
+
+double flopsPerToken(const ModelConfig &c, double context) {
+  // Scores and weighted sum: 2 flops each per cached position and width.
+  double attention = 4.0 * context * c.dim * c.nLayers;
+  return 2.0 * matrixWeights(c) + attention;
+}
+
+ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &config,
+                                         tbb::task_arena &arena, int promptTokens,
+                                         int decodeTokens) {
+  if (promptTokens < 1 || decodeTokens < 1)
+    return Status::error("the benchmark needs at least one prompt and one decode token");
+  if (promptTokens + decodeTokens > config.seqLen)
+    return Status::error("the benchmark's " + std::to_string(promptTokens + decodeTokens) +
+                         " positions exceed the model's context of " +
+                         std::to_string(config.seqLen));
+  KVCache &cache = device.kvCache();
+  auto tokenAt = [&](int i) { return 3 + int32_t((uint64_t(i) * 2654435761u) % (config.vocabSize - 3)); };
+  auto runPrompt = [&] {
+    cache.clear();
+    for (int i = 0; i < promptTokens; ++i)
+      device.step(tokenAt(i), *cache.append());
+  };
+  runPrompt(); // Warm-up: weights paged in, caches and branch predictors primed.
+
+  ModelBenchReport r;
+  r.threads = arena.max_concurrency();
+  r.promptTokens = promptTokens;
+  r.decodeTokens = decodeTokens;
+  auto start = Clock::now();
+  runPrompt();
+  auto decodeStart = Clock::now();
+  int32_t token = argmax(device.logits(), config.vocabSize);
+  for (int i = 0; i < decodeTokens; ++i) {
+    device.step(token, *cache.append());
+    token = argmax(device.logits(), config.vocabSize);
+  }
+  auto end = Clock::now();
+  double prefillSeconds = std::chrono::duration<double>(decodeStart - start).count();
+  double decodeSeconds = std::chrono::duration<double>(end - decodeStart).count();
+  r.prefillTokensPerS = promptTokens / prefillSeconds;
+  r.decodeTokensPerS = decodeTokens / decodeSeconds;
+
+  r.bandwidthGBs = measureReadBandwidth(arena);
+  r.fmaGFlops = measureFmaPeak(arena);
+  r.weightBytesPerToken = weightBytesPerToken(config);
+  r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
+  r.decodeFractionOfBandwidth =
+      r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
+  r.prefillFractionOfFmaPeak = r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
+  return r;
+}
+
+std::string ModelBenchReport::toText() const {
+  char buffer[1024];
+  std::snprintf(buffer, sizeof buffer,
+                "threads: %d\n"
+                "machine: read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s\n"
+                "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the FMA peak\n"
+                "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
+                "the read bandwidth\n",
+                threads, bandwidthGBs, fmaGFlops, promptTokens, prefillTokensPerS,
+                prefillFlopsPerToken * prefillTokensPerS / 1e9, 100 * prefillFractionOfFmaPeak,
+                decodeTokens, decodeTokensPerS, weightBytesPerToken / 1e6,
+                weightBytesPerToken * decodeTokensPerS / 1e9, 100 * decodeFractionOfBandwidth);
+  return buffer;
+}
+
+std::string ModelBenchReport::toJson() const {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{\"threads\":" << threads << ",\"prompt_tokens\":" << promptTokens
+      << ",\"decode_tokens\":" << decodeTokens
+      << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
+      << ",\"decode_tokens_per_s\":" << decodeTokensPerS
+      << ",\"bandwidth_gb_s\":" << bandwidthGBs << ",\"fma_gflop_s\":" << fmaGFlops
+      << ",\"weight_bytes_per_token\":" << weightBytesPerToken
+      << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
+      << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
+      << ",\"prefill_fraction_of_fma_peak\":" << prefillFractionOfFmaPeak << "}\n";
+  return out.str();
+}
+
+} // namespace quill

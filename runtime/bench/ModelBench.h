@@ -1,0 +1,43 @@
+// Whole-model throughput of a loaded artifact: prefill and decode tokens/s,
+// set against the machine's measured ceilings.
+#pragma once
+
+#include "runtime/artifact/ModelConfig.h"
+#include "runtime/device/Device.h"
+#include "runtime/support/Error.h"
+
+#include <tbb/task_arena.h>
+
+#include <string>
+
+namespace quill {
+
+struct ModelBenchReport {
+  int threads = 0;
+  int promptTokens = 0, decodeTokens = 0;
+  double prefillTokensPerS = 0, decodeTokensPerS = 0;
+  double bandwidthGBs = 0, fmaGFlops = 0;
+  double weightBytesPerToken = 0; ///< Bytes a decode step must stream.
+  double prefillFlopsPerToken = 0;
+  double decodeFractionOfBandwidth = 0, prefillFractionOfFmaPeak = 0;
+
+  std::string toText() const;
+  std::string toJson() const;
+};
+
+/// Streams a deterministic `promptTokens`-token prompt through the device,
+/// then decodes `decodeTokens` greedy steps, after one warm-up pass (which
+/// also faults the mapped weights in); then probes the machine's bandwidth
+/// and FMA peak on the same arena.
+ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &config,
+                                         tbb::task_arena &arena, int promptTokens,
+                                         int decodeTokens);
+
+/// Bytes of weights one decode step reads: every matrix, the norms, the
+/// classifier, and one embedding row.
+double weightBytesPerToken(const ModelConfig &config);
+/// FLOPs of one token through the matrices (2 per weight) plus attention
+/// over `context` cached positions.
+double flopsPerToken(const ModelConfig &config, double context);
+
+} // namespace quill
