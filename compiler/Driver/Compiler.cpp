@@ -3,12 +3,12 @@
 
 #include "compiler/Driver/IRDumper.h"
 #include "compiler/Driver/ScheduleExtraction.h"
-#include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/ModelSource.h"
 #include "compiler/Import/StepBuilder.h"
+#include "compiler/Import/TokenizerImport.h"
 #include "compiler/Pipeline/Registration.h"
 #include "compiler/Target/CPU/CpuTarget.h"
 #include "runtime/artifact/ArtifactFormat.h"
-#include "runtime/tokenizer/Tokenizer.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,25 +25,52 @@ namespace quill {
 
 namespace {
 
-ErrorOr<std::vector<uint8_t>> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot open");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-/// The weight blob laid out as the schedule's offsets say.
-ErrorOr<std::vector<uint8_t>> layOutWeights(const Llama2cCheckpoint &checkpoint,
+/// The weight blob laid out as the schedule's offsets say, each tensor
+/// converted to fp32 in Quill's layout straight into its place.
+ErrorOr<std::vector<uint8_t>> layOutWeights(const ModelSource &model,
                                             const ExtractedSchedule &extracted) {
   std::vector<uint8_t> blob(extracted.schedule.weightBytes, 0);
   for (const auto &[name, offset] : extracted.weightOffsets) {
-    const WeightTensor *tensor = checkpoint.find(name);
+    const ImportedTensor *tensor = model.find(name);
     if (!tensor)
-      return Status::error(checkpoint.path() + ": the model has no tensor '" + name + "'");
+      return Status::error(model.path() + ": the model has no tensor '" + name + "'");
     uint64_t bytes = uint64_t(tensor->numElements()) * sizeof(float);
-    if (offset > blob.size() || bytes > blob.size() - offset)
+    if (offset > blob.size() || bytes > blob.size() - offset || offset % alignof(float) != 0)
       return Status::error("weight '" + name + "' does not fit the planned weight blob");
-    std::memcpy(blob.data() + offset, tensor->data, bytes);
+    if (Status s = model.readTensor(*tensor, reinterpret_cast<float *>(blob.data() + offset)); !s)
+      return s;
+  }
+  // Weights the fusion passes packed from named ones.
+  for (const WeightPack &pack : extracted.weightPacks) {
+    std::vector<std::vector<float>> parts;
+    for (const std::string &name : pack.parts) {
+      auto part = model.readTensor(name);
+      if (!part)
+        return part.status();
+      parts.push_back(part.take());
+    }
+    const ImportedTensor *first = model.find(pack.parts.front());
+    uint64_t columns = uint64_t(first->shape.back());
+    uint64_t total = 0;
+    for (const auto &part : parts)
+      total += part.size() * sizeof(float);
+    if (pack.offset > blob.size() || total > blob.size() - pack.offset)
+      return Status::error("packed weight '" + pack.parts.front() + "...' does not fit the blob");
+    float *out = reinterpret_cast<float *>(blob.data() + pack.offset);
+    if (pack.interleave) {
+      // Row r of part p goes to row r * parts + p.
+      uint64_t rows = parts.front().size() / columns;
+      for (uint64_t r = 0; r < rows; ++r)
+        for (const auto &part : parts) {
+          std::memcpy(out, part.data() + r * columns, columns * sizeof(float));
+          out += columns;
+        }
+    } else {
+      for (const auto &part : parts) {
+        std::memcpy(out, part.data(), part.size() * sizeof(float));
+        out += part.size();
+      }
+    }
   }
   return blob;
 }
@@ -51,23 +78,18 @@ ErrorOr<std::vector<uint8_t>> layOutWeights(const Llama2cCheckpoint &checkpoint,
 } // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
-  auto checkpoint = Llama2cCheckpoint::open(options.modelPath);
-  if (!checkpoint)
-    return checkpoint.status();
-  const ModelConfig &config = checkpoint->config();
+  auto model = openModel(options.modelPath);
+  if (!model)
+    return model.status();
+  const ModelConfig &config = (*model)->config();
 
   std::vector<uint8_t> tokenizerBytes;
   bool needArtifact = !options.emit.has_value();
   if (needArtifact) {
-    if (options.tokenizerPath.empty())
-      return Status::error("no --tokenizer given (the artifact carries the tokenizer)");
-    auto bytes = readFile(options.tokenizerPath);
+    // --tokenizer, else the model's own (GGUF metadata, tokenizer.json).
+    auto bytes = artifactTokenizerBytes(**model, options.tokenizerPath);
     if (!bytes)
       return bytes.status();
-    auto tokenizer = Tokenizer::fromBytes(bytes->data(), bytes->size(), config.vocabSize,
-                                          options.tokenizerPath);
-    if (!tokenizer)
-      return tokenizer.status();
     tokenizerBytes = bytes.take();
     if (options.outputPath.empty())
       return Status::error("no output given: use -o FILE, or --emit=STAGE to print a stage");
@@ -141,7 +163,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto library = linkSharedObject(*code);
   if (!library)
     return library.status();
-  auto weights = layOutWeights(*checkpoint, *extracted);
+  auto weights = layOutWeights(**model, *extracted);
   if (!weights)
     return weights.status();
   std::string targetText = (*target)->description();

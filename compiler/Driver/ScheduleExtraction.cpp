@@ -39,6 +39,20 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
     result.weightOffsets[entry.getName().str()] =
         mlir::cast<mlir::IntegerAttr>(entry.getValue()).getInt();
 
+  if (mlir::ArrayAttr packs = op.getWeightPacksAttr()) {
+    for (mlir::Attribute attr : packs) {
+      auto pack = mlir::cast<mlir::quill::WeightPackAttr>(attr);
+      WeightPack out;
+      out.offset = static_cast<uint64_t>(pack.getOffset());
+      if (pack.getLayout() != "concat" && pack.getLayout() != "interleave")
+        return Status::error(("unknown weight pack layout '" + pack.getLayout() + "'").str());
+      out.interleave = pack.getLayout() == "interleave";
+      for (mlir::Attribute part : pack.getParts())
+        out.parts.push_back(mlir::cast<mlir::StringAttr>(part).str());
+      result.weightPacks.push_back(std::move(out));
+    }
+  }
+
   std::map<std::string, uint32_t> kernelIndex;
   for (auto dispatch : op.getBody().getOps<mlir::quill::DispatchOp>()) {
     std::string name = dispatch.getKernel().str();

@@ -7,12 +7,22 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 namespace quill {
+
+/// A weight the compiler packs from named ones (see #quill.weight_pack).
+struct WeightPack {
+  uint64_t offset = 0;
+  bool interleave = false; ///< Rows alternate between parts; else concatenated.
+  std::vector<std::string> parts;
+};
 
 struct ExtractedSchedule {
   Schedule schedule;
   std::map<std::string, uint64_t> weightOffsets; ///< Name -> byte offset.
+  std::vector<WeightPack> weightPacks;
 };
 
 ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module);

@@ -44,7 +44,8 @@ OwningOpRef<ModuleOp> buildStep(MLIRContext &context, const ModelConfig &config,
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
     auto linear = [&](Value input, const std::string &name, int64_t rows, int64_t cols) -> Value {
       return mlir::quill::LinearOp::create(b, l, vec(rows), input, weight(p + name, mat(rows, cols)),
-                                     ValueRange{});
+                                           /*residual=*/Value(), /*tile=*/ValueRange{},
+                                           /*swiglu=*/false);
     };
     // Attention block: norm, q/k/v, rotary, cache, attention, output, residual.
     Value h = mlir::quill::RMSNormOp::create(b, l, vec(dim), x, weight(p + "attention_norm", vec(dim)), eps);
@@ -69,7 +70,9 @@ OwningOpRef<ModuleOp> buildStep(MLIRContext &context, const ModelConfig &config,
   }
   x = mlir::quill::RMSNormOp::create(b, loc, vec(dim), x, weight("norm", vec(dim)), eps);
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
-  Value logits = mlir::quill::LogitsOp::create(b, loc, vec(vocab), x, classifier, ValueRange{});
+  Value logits = mlir::quill::LogitsOp::create(b, loc, vec(vocab), x, classifier,
+                                               /*residual=*/Value(), /*tile=*/ValueRange{},
+                                               /*swiglu=*/false);
   func::ReturnOp::create(b, loc, logits);
   return module;
 }

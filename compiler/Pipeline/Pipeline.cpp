@@ -35,11 +35,23 @@ const char *stageNames() {
   return "quill|kernels|linalg|loops|llvm-dialect|llvm|asm";
 }
 
+const std::vector<std::string> &fusionNames() {
+  static const std::vector<std::string> names = {"gate-up", "qkv", "residual"};
+  return names;
+}
+
 std::string stagePipeline(Stage stage, const PipelineOptions &options) {
   switch (stage) {
-  case Stage::Quill:
-    // The import contract, then sharing of repeated weight references.
-    return "quill-verify-step,cse";
+  case Stage::Quill: {
+    // The import contract, the fusions (gate/up before QKV, which would
+    // otherwise take the gate and up projections as siblings), then sharing
+    // of repeated weight references.
+    std::string pipeline = "quill-verify-step";
+    for (const std::string &fusion : fusionNames())
+      if (!options.disabledFusions.count(fusion))
+        pipeline += ",quill-fuse-" + fusion;
+    return pipeline + ",cse";
+  }
   case Stage::Kernels:
     return "quill-outline-kernels{matvec-grain=" +
            std::to_string(options.matvecGrain) + "}";

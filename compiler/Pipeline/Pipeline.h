@@ -6,6 +6,8 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
+#include <set>
+#include <vector>
 #include <string>
 
 namespace quill {
@@ -20,8 +22,13 @@ const char *stageName(Stage stage);
 /// All stage names separated by '|', for help texts and errors.
 const char *stageNames();
 
+/// The fusion passes of the quill stage, by short name, in pipeline order:
+/// "gate-up", "qkv", "residual".
+const std::vector<std::string> &fusionNames();
+
 struct PipelineOptions {
   int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
+  std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
 };
 
 /// The textual pass pipeline that runs the passes of `stage` alone (the step

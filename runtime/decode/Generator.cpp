@@ -1,6 +1,8 @@
 // The decode loop.
 #include "runtime/decode/Generator.h"
 
+#include "runtime/decode/StopMatcher.h"
+
 #include <chrono>
 
 namespace quill {
@@ -8,6 +10,7 @@ namespace quill {
 const char *stopReasonName(StopReason reason) {
   switch (reason) {
   case StopReason::Eos: return "eos";
+  case StopReason::StopString: return "stop_string";
   case StopReason::Length: return "length";
   case StopReason::Context: return "context";
   }
@@ -43,7 +46,15 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
   auto decodeStart = Clock::now();
   result.prefillSeconds = seconds(start, decodeStart);
 
-  // Decode: sample from the last logits, then feed the token back.
+  // Decode: sample from the last logits, then feed the token back. Text
+  // goes out through the stop matcher, which may hold some back.
+  StopMatcher stops(request.stopStrings);
+  auto emit = [&](std::string_view text) {
+    result.text += text;
+    if (onText && !text.empty())
+      onText(text);
+  };
+  bool stopped = false;
   int32_t previous = result.promptTokens.back();
   for (;;) {
     if (static_cast<int32_t>(result.tokens.size()) >= request.maxNewTokens) {
@@ -53,17 +64,29 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
     int32_t next = sampler_.sample(device_.logits(), config_.vocabSize);
     // llama2.c-trained models separate documents with BOS: an end as well.
     if (next < 0)
-      return Status::error("the sampler found no token to pick (all logits are NaN or -inf)");
+      return Status::error("the sampler found no token to pick after " +
+                           std::to_string(result.tokens.size()) +
+                           " tokens: every logit is NaN or -inf after the logit processors");
     if (next == config_.eosId || next == config_.bosId) {
       result.stop = StopReason::Eos;
       break;
     }
     result.tokens.push_back(next);
+    if (const StepLogprobs *logprobs = sampler_.lastLogprobs())
+      result.logprobs.push_back(*logprobs);
     std::string piece = tokenizer_.decode(previous, next);
-    result.text += piece;
-    if (onText)
-      onText(piece);
     previous = next;
+    if (stops.empty()) {
+      emit(piece);
+    } else {
+      StopMatcher::Outcome outcome = stops.push(piece);
+      emit(outcome.release);
+      if (outcome.stopped) {
+        result.stop = StopReason::StopString;
+        stopped = true;
+        break;
+      }
+    }
     if (static_cast<int32_t>(result.tokens.size()) >= request.maxNewTokens) {
       result.stop = StopReason::Length;
       break;
@@ -76,6 +99,9 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
     device_.step(next, *pos);
     ++result.decodeSteps;
   }
+  // No stop string can complete any more: what was held back is text.
+  if (!stopped)
+    emit(stops.flush());
   result.decodeSeconds = seconds(decodeStart, Clock::now());
   return result;
 }

@@ -1,9 +1,13 @@
 // The sampler chain and the deterministic softmax/argmax its passes share.
 #include "runtime/sampling/Sampler.h"
 
+#include "runtime/sampling/Logprobs.h"
+#include "runtime/sampling/PenaltyPasses.h"
 #include "runtime/sampling/SamplerPasses.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace quill {
@@ -47,6 +51,63 @@ int32_t findBest(const Candidates &c, SamplerContext &ctx) {
     if (ranksAbove(data[partial[chunk]], data[best]))
       best = partial[chunk];
   return best;
+}
+
+namespace {
+
+/// A key whose ascending order is ranksAbove's: the logit's bits mapped so
+/// that unsigned order is float order, inverted (higher logit first), above
+/// the id (lower id first on ties). NaN never occurs; -0 and +0 compare
+/// equal as floats, so both map to +0's key.
+uint64_t rankKey(const Candidate &c) {
+  float logit = c.logit == 0.0f ? 0.0f : c.logit;
+  uint32_t bits;
+  std::memcpy(&bits, &logit, sizeof bits);
+  uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return (static_cast<uint64_t>(~ordered) << 32) | static_cast<uint32_t>(c.id);
+}
+
+/// Below this many candidates std::sort beats the radix sort's fixed
+/// passes over its 256-entry counts.
+constexpr int32_t kMinRadixSort = 1024;
+
+} // namespace
+
+void sortByRank(Candidate *data, int32_t n, std::vector<Candidate> &scratch) {
+  if (n < kMinRadixSort) {
+    std::sort(data, data + n, ranksAbove);
+    return;
+  }
+  if (scratch.size() < static_cast<size_t>(n))
+    scratch.resize(static_cast<size_t>(n));
+  // One pass counts all eight byte digits; a digit every key shares (the
+  // high bytes of small ids, often the logits' top byte) needs no pass.
+  uint32_t counts[8][256] = {};
+  for (int32_t i = 0; i < n; ++i) {
+    uint64_t key = rankKey(data[i]);
+    for (int digit = 0; digit < 8; ++digit)
+      ++counts[digit][(key >> (8 * digit)) & 0xFF];
+  }
+  Candidate *from = data, *to = scratch.data();
+  for (int digit = 0; digit < 8; ++digit) {
+    uint32_t *count = counts[digit];
+    const uint32_t firstDigit = (rankKey(from[0]) >> (8 * digit)) & 0xFF;
+    if (count[firstDigit] == static_cast<uint32_t>(n))
+      continue;
+    uint32_t offset = 0;
+    for (int b = 0; b < 256; ++b) {
+      uint32_t here = count[b];
+      count[b] = offset;
+      offset += here;
+    }
+    // Least significant digit first, each pass stable: the final order is
+    // the keys' order, which is a total order, so this equals std::sort's.
+    for (int32_t i = 0; i < n; ++i)
+      to[count[(rankKey(from[i]) >> (8 * digit)) & 0xFF]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != data)
+    std::copy(from, from + n, data);
 }
 
 void computeProbabilities(Candidates &c, SamplerContext &ctx) {
@@ -122,22 +183,65 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx) {
   });
 }
 
+SamplerChain::SamplerChain(tbb::task_arena *arena) : ctx_(arena) {}
+SamplerChain::SamplerChain(SamplerChain &&) = default;
+SamplerChain &SamplerChain::operator=(SamplerChain &&) = default;
+SamplerChain::~SamplerChain() = default;
+
 SamplerChain SamplerChain::fromParams(const SamplingParams &params,
                                       tbb::task_arena *arena) {
   SamplerChain chain(arena);
+  if (params.logprobs)
+    chain.enableLogprobs(params.topLogprobs, params.logprobsMode);
+  if (!params.logitBias.empty())
+    chain.add(std::make_unique<LogitBiasPass>(params.logitBias));
   // Written so that NaN also means greedy.
-  if (!(params.temperature > 0.0f)) {
-    chain.add(std::make_unique<GreedyPass>());
-    return chain;
+  const bool greedy = !(params.temperature > 0.0f);
+  for (ProcessorKind kind : params.order) {
+    switch (kind) {
+    case ProcessorKind::Penalties:
+      if (params.repeatLastN > 0 &&
+          (params.repeatPenalty != 1.0f || params.frequencyPenalty != 0.0f ||
+           params.presencePenalty != 0.0f))
+        chain.add(std::make_unique<PenaltiesPass>(
+            params.repeatLastN, params.repeatPenalty, params.frequencyPenalty,
+            params.presencePenalty));
+      break;
+    case ProcessorKind::TopK:
+      if (!greedy && params.topK > 0)
+        chain.add(std::make_unique<TopKPass>(params.topK));
+      break;
+    case ProcessorKind::TopP:
+      if (!greedy && params.topP > 0.0f && params.topP < 1.0f)
+        chain.add(std::make_unique<TopPPass>(params.topP));
+      break;
+    case ProcessorKind::MinP:
+      if (!greedy && params.minP > 0.0f && params.minP <= 1.0f)
+        chain.add(std::make_unique<MinPPass>(params.minP));
+      break;
+    case ProcessorKind::Temperature:
+      if (!greedy && params.temperature != 1.0f &&
+          std::isfinite(params.temperature))
+        chain.add(std::make_unique<TemperaturePass>(params.temperature));
+      break;
+    }
   }
-  if (params.topK > 0)
-    chain.add(std::make_unique<TopKPass>(params.topK));
-  if (params.temperature != 1.0f && std::isfinite(params.temperature))
-    chain.add(std::make_unique<TemperaturePass>(params.temperature));
-  if (params.topP > 0.0f && params.topP < 1.0f)
-    chain.add(std::make_unique<TopPPass>(params.topP));
-  chain.add(std::make_unique<DistPass>(params.seed));
+  if (greedy)
+    chain.add(std::make_unique<GreedyPass>());
+  else
+    chain.add(std::make_unique<DistPass>(params.seed));
   return chain;
+}
+
+void SamplerChain::enableLogprobs(int32_t topK, LogprobsMode mode) {
+  logprobs_ = std::make_unique<LogprobsRecorder>(topK, mode);
+  logprobsValid_ = false;
+  if (!candidates_.empty())
+    logprobs_->reserve(static_cast<int32_t>(candidates_.size()));
+}
+
+const StepLogprobs *SamplerChain::lastLogprobs() const {
+  return logprobs_ && logprobsValid_ ? &logprobs_->record() : nullptr;
 }
 
 SamplerChain &SamplerChain::add(std::unique_ptr<SamplerPass> pass) {
@@ -151,9 +255,12 @@ void SamplerChain::reserve(int32_t vocabSize) {
   if (candidates_.size() < static_cast<size_t>(vocabSize))
     candidates_.resize(static_cast<size_t>(vocabSize));
   ctx_.reserve(vocabSize);
+  if (logprobs_)
+    logprobs_->reserve(vocabSize);
 }
 
 int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
+  logprobsValid_ = false;
   if (!logits || vocabSize <= 0)
     return -1;
   reserve(vocabSize);
@@ -169,14 +276,38 @@ int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
   Candidates c;
   c.data = data;
   c.size = vocabSize;
-  for (auto &pass : passes_)
+  c.byId = true;
+  // Raw logprobs are measured before any pass, processed ones just before
+  // the selector (or at the end of a chain without one).
+  const bool raw = logprobs_ && logprobs_->mode() == LogprobsMode::Raw;
+  bool measured = false;
+  if (logprobs_ && raw) {
+    logprobs_->measure(c, ctx_);
+    measured = true;
+  }
+  for (auto &pass : passes_) {
+    if (logprobs_ && !measured && pass->selects()) {
+      logprobs_->measure(c, ctx_);
+      measured = true;
+    }
     pass->apply(c, ctx_);
+  }
+  if (logprobs_ && !measured)
+    logprobs_->measure(c, ctx_);
 
   int32_t at =
       c.selected >= 0 && c.selected < c.size ? c.selected : findBest(c, ctx_);
-  if (at < 0)
-    return -1; // A pass emptied the set, which passes must never do.
+  // An empty set (which passes must never leave) or a best candidate at
+  // -inf: every token is impossible, so there is nothing honest to pick.
+  if (at < 0 || data[at].logit == -kInf)
+    return -1;
   int32_t token = data[at].id;
+  if (logprobs_) {
+    float logit = raw ? (std::isnan(logits[token]) ? -kInf : logits[token])
+                      : data[at].logit;
+    logprobs_->finish(token, logit);
+    logprobsValid_ = true;
+  }
   accept(token);
   return token;
 }

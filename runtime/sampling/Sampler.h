@@ -8,7 +8,7 @@
 // results in chunk order, so a seed gives bitwise the same tokens whether the
 // arena has 1 thread, 2, or there is no arena at all.
 // Memory: buffers grow to the largest vocabulary seen and are reused, so a
-// steady-state sample() does not allocate.
+// steady-state sample() does not allocate (logprobs included).
 #pragma once
 
 #include "runtime/sampling/SamplingParams.h"
@@ -25,6 +25,9 @@
 #include <vector>
 
 namespace quill {
+
+class LogprobsRecorder;
+struct StepLogprobs;
 
 /// One token still in the running.
 struct Candidate {
@@ -45,6 +48,10 @@ struct Candidates {
   bool probsValid = false;
   /// Index into data of the chosen token, set by the selecting (last) pass.
   int32_t selected = -1;
+  /// data[i].id == i for every i < size: the vocabulary in id order, so a
+  /// pass can reach a token by its id. A pass that reorders or drops
+  /// candidates clears it.
+  bool byId = false;
 };
 
 /// The ranking every pass uses: higher logit first, then lower id. It is a
@@ -128,6 +135,12 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx);
 /// ties), or -1 when c is empty.
 int32_t findBest(const Candidates &c, SamplerContext &ctx);
 
+/// Sorts data[0..n) into ranksAbove order (best first), exactly as std::sort
+/// with ranksAbove would, but by a stable radix sort on a 64-bit rank key
+/// when n is large: a few thousand candidates sort several times faster
+/// than through a two-branch comparison. scratch grows to n and is reused.
+void sortByRank(Candidate *data, int32_t n, std::vector<Candidate> &scratch);
+
 /// One step of turning logits into a token: a logit processor transforms the
 /// candidate set; the last pass in a chain selects (sets c.selected).
 class SamplerPass {
@@ -138,6 +151,8 @@ public:
   /// The name with its parameters, e.g. "top-p(0.9)".
   virtual std::string describe() const { return name(); }
   virtual void apply(Candidates &c, SamplerContext &ctx) = 0;
+  /// True for a selector (sets c.selected); false for a logit processor.
+  virtual bool selects() const { return false; }
   /// Observes a token of the sequence: each one the chain samples, and any
   /// the caller feeds (the prompt). Stateful passes (penalties) update here.
   virtual void accept(int32_t token) { (void)token; }
@@ -148,15 +163,22 @@ public:
 class SamplerChain {
 public:
   /// An empty chain; add() passes, the last of them selecting.
-  explicit SamplerChain(tbb::task_arena *arena = nullptr) : ctx_(arena) {}
+  explicit SamplerChain(tbb::task_arena *arena = nullptr);
+  SamplerChain(SamplerChain &&);
+  SamplerChain &operator=(SamplerChain &&);
+  ~SamplerChain();
 
   /// The standard chain for params, which must pass validate():
-  ///   temperature 0:  greedy
-  ///   otherwise:      [top-k] -> [temperature] -> [top-p] -> dist
-  /// Temperature comes before top-p, as in llama2.c, so the nucleus is cut
-  /// from the distribution actually sampled. (Top-k is unaffected by the
-  /// order.) Out-of-range values that slip past validate() degrade to
-  /// "off" or greedy rather than misbehave.
+  ///   [logit-bias] -> the processors of params.order whose knobs are on ->
+  ///   greedy (temperature 0) or dist.
+  /// The default order is penalties -> top-k -> top-p -> min-p ->
+  /// temperature: the truncations cut the model's own distribution and the
+  /// temperature reshapes what survives. Logit bias always runs first: it
+  /// is the user's edit of the model's output (a ban must hold whatever
+  /// follows). At temperature 0 only the processors that can move the
+  /// argmax run (bias, penalties); truncations keep the best token anyway.
+  /// Out-of-range values that slip past validate() degrade to "off" or
+  /// greedy rather than misbehave. params.logprobs enables logprobs.
   static SamplerChain fromParams(const SamplingParams &params,
                                  tbb::task_arena *arena);
 
@@ -169,9 +191,21 @@ public:
 
   /// Runs the passes over logits[0..vocabSize) and returns the chosen id,
   /// which is then accept()ed. NaN logits count as -inf. If no pass selects,
-  /// the best-ranked remaining candidate is returned. Returns -1 only for
-  /// vocabSize <= 0 or null logits.
+  /// the best-ranked remaining candidate is returned. Returns -1 (and
+  /// accepts nothing) for vocabSize <= 0, null logits, or when every
+  /// candidate left after the processors is -inf: there is nothing to pick,
+  /// and picking anyway would print garbage.
   int32_t sample(const float *logits, int32_t vocabSize);
+
+  /// Makes every later sample() record the chosen token's log-probability
+  /// and the topK best alternatives, from the raw logits or from the
+  /// distribution the selector sees (after every processor). Without this
+  /// call none of it is computed.
+  void enableLogprobs(int32_t topK, LogprobsMode mode);
+
+  /// The record of the last successful sample(), or null when logprobs are
+  /// off or the last sample() returned -1. Valid until the next sample().
+  const StepLogprobs *lastLogprobs() const;
 
   /// Feeds a token the chain did not sample (e.g. the prompt) to its passes.
   void accept(int32_t token);
@@ -186,6 +220,9 @@ private:
   std::vector<std::unique_ptr<SamplerPass>> passes_;
   std::vector<Candidate> candidates_;
   SamplerContext ctx_;
+  /// Null unless enableLogprobs() was called.
+  std::unique_ptr<LogprobsRecorder> logprobs_;
+  bool logprobsValid_ = false;
 };
 
 } // namespace quill

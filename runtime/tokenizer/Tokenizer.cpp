@@ -1,5 +1,8 @@
-// Loading, encoding and decoding for the llama2.c BPE tokenizer.
+// Loading, encoding and decoding: llama2.c's SentencePiece-style BPE here,
+// byte-level BPE delegated to ByteLevelBpe.
 #include "runtime/tokenizer/Tokenizer.h"
+
+#include "runtime/tokenizer/ByteLevelBpe.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,9 +19,8 @@ namespace {
 /// greater one, so pieces scoring at or below it (or NaN) never merge.
 const float kNoMergeScore = static_cast<float>(-1e10);
 
-/// ids 0, 1, 2 are <unk>, BOS and EOS in every llama2.c vocabulary.
-constexpr int32_t kMinVocabSize = 3;
-/// Byte fallback tokens <0x00>..<0xFF> follow the three special ids.
+/// Byte fallback tokens <0x00>..<0xFF> of a tokenizer.bin follow the three
+/// special ids.
 constexpr int32_t kFirstByteToken = 3;
 
 bool isContinuationByte(char c) {
@@ -35,11 +37,9 @@ int hexValue(char c) {
   return -1;
 }
 
-/// Reads a little-endian (native, as llama2.c writes it) scalar at data.
-template <typename T> T readScalar(const uint8_t *data) {
-  T value;
-  std::memcpy(&value, data, sizeof(T));
-  return value;
+std::string bytePiece(int byte) {
+  const char *hex = "0123456789ABCDEF";
+  return std::string("<0x") + hex[byte / 16] + hex[byte % 16] + ">";
 }
 
 } // namespace
@@ -47,60 +47,63 @@ template <typename T> T readScalar(const uint8_t *data) {
 ErrorOr<Tokenizer> Tokenizer::fromBytes(const uint8_t *data, size_t size,
                                         int32_t vocabSize,
                                         const std::string &sourceName) {
+  auto parsed = parseTokenizer(data, size, vocabSize, sourceName);
+  if (!parsed)
+    return parsed.status();
+  return fromData(parsed.take(), sourceName);
+}
+
+ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
+                                       const std::string &sourceName) {
   const std::string where = sourceName + ": ";
-  if (vocabSize < kMinVocabSize)
-    return Status::error(where + "vocab size " + std::to_string(vocabSize) +
-                         " is too small: ids 0-2 are <unk>, BOS and EOS");
-  if (!data && size != 0)
-    return Status::error(where + "no tokenizer data (null pointer)");
-  if (size < sizeof(int32_t))
-    return Status::error(where +
-                         "tokenizer truncated: " + std::to_string(size) +
-                         " bytes cannot hold the max_token_length header");
+  const size_t count = data.pieces.size();
+  if (count == 0 || count > size_t(INT32_MAX) || data.scores.size() != count ||
+      data.types.size() != count)
+    return Status::error(where + "inconsistent tokenizer data (" +
+                         std::to_string(count) + " pieces)");
+  for (int32_t id : {data.bosId, data.eosId, data.unkId})
+    if (id < -1 || id >= int32_t(count))
+      return Status::error(where + "special token id " + std::to_string(id) +
+                           " is outside the vocabulary");
 
   Tokenizer tok;
-  tok.maxTokenLength_ = readScalar<int32_t>(data);
-  if (tok.maxTokenLength_ < 0)
-    return Status::error(where + "negative max_token_length " +
-                         std::to_string(tok.maxTokenLength_));
-
-  // Each token takes at least 8 bytes, so a huge vocabSize cannot make us
-  // reserve more than the input could possibly describe.
-  size_t offset = sizeof(int32_t);
-  size_t maxTokens = (size - offset) / 8;
-  size_t reserve = std::min(static_cast<size_t>(vocabSize), maxTokens);
-  tok.pieces_.reserve(reserve);
-  tok.scores_.reserve(reserve);
-  tok.idOfPiece_.reserve(reserve);
-
-  const std::string total = std::to_string(vocabSize);
-  for (int32_t id = 0; id < vocabSize; ++id) {
-    const std::string token = "token " + std::to_string(id) + " of " + total +
-                              " (offset " + std::to_string(offset) + ")";
-    size_t left = size - offset;
-    if (left < 8)
-      return Status::error(where + "tokenizer truncated in " + token +
-                           ": needs 8 bytes for score and length, " +
-                           std::to_string(left) + " left");
-    float score = readScalar<float>(data + offset);
-    int32_t len = readScalar<int32_t>(data + offset + 4);
-    offset += 8;
-    left -= 8;
-    if (len < 0)
-      return Status::error(where + token + " has negative length " +
-                           std::to_string(len));
-    if (static_cast<size_t>(len) > left)
-      return Status::error(where + "tokenizer truncated in " + token +
-                           ": piece length " + std::to_string(len) +
-                           " exceeds the " + std::to_string(left) +
-                           " bytes left");
-    std::string piece(reinterpret_cast<const char *>(data + offset),
-                      static_cast<size_t>(len));
-    offset += static_cast<size_t>(len);
-    tok.idOfPiece_.emplace(piece, id); // emplace keeps the lowest id.
-    tok.pieces_.push_back(std::move(piece));
-    tok.scores_.push_back(score);
+  tok.kind_ = data.kind;
+  tok.bosId_ = data.bosId;
+  tok.eosId_ = data.eosId;
+  tok.unkId_ = data.unkId;
+  tok.addDummyPrefix_ = data.flags & kAddDummyPrefix;
+  tok.maxTokenLength_ = data.maxTokenLength;
+  tok.idOfPiece_.reserve(count);
+  for (size_t id = 0; id < count; ++id) {
+    tok.idOfPiece_.emplace(data.pieces[id], int32_t(id)); // Lowest id wins.
+    if (!data.llama2cLayout)
+      tok.maxTokenLength_ =
+          std::max(tok.maxTokenLength_, int32_t(data.pieces[id].size()));
   }
+
+  if (data.kind == TokenizerKind::ByteLevelBpe) {
+    auto bpe = ByteLevelBpe::create(data, tok.idOfPiece_, sourceName);
+    if (!bpe)
+      return bpe.status();
+    tok.byteLevel_ = std::make_shared<const ByteLevelBpe>(bpe.take());
+  }
+  for (int b = 0; b < 256; ++b) {
+    int32_t id;
+    if (data.llama2cLayout) {
+      // run.c: byte b is token b + 3, whatever that piece is.
+      id = kFirstByteToken + b < int32_t(count) ? kFirstByteToken + b
+                                                 : tok.unkId_;
+    } else {
+      auto it = tok.idOfPiece_.find(bytePiece(b));
+      id = it != tok.idOfPiece_.end() ? it->second : tok.unkId_;
+    }
+    if (id < 0 && data.kind == TokenizerKind::SentencePieceBpe)
+      return Status::error(where + "byte " + std::to_string(b) +
+                           " has no <0xNN> token and there is no unk token");
+    tok.byteIds_[b] = id;
+  }
+  tok.pieces_ = std::move(data.pieces);
+  tok.scores_ = std::move(data.scores);
   return tok;
 }
 
@@ -137,21 +140,27 @@ int32_t Tokenizer::lookup(std::string_view piece) const {
   return it == idOfPiece_.end() ? -1 : it->second;
 }
 
-int32_t Tokenizer::byteToken(uint8_t byte) const {
-  int32_t id = kFirstByteToken + byte;
-  return id < vocabSize() ? id : unkId();
-}
-
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos,
                                        bool addEos) const {
   std::vector<int32_t> tokens;
   tokens.reserve(text.size() + 3);
-  if (addBos)
-    tokens.push_back(bosId());
+  // BOS goes first: run.c's merge loop sees it too.
+  if (addBos && bosId_ >= 0)
+    tokens.push_back(bosId_);
+  if (kind_ == TokenizerKind::ByteLevelBpe)
+    byteLevel_->encode(text, idOfPiece_, tokens);
+  else
+    encodeSentencePiece(text, tokens);
+  if (addEos && eosId_ >= 0)
+    tokens.push_back(eosId_);
+  return tokens;
+}
 
+void Tokenizer::encodeSentencePiece(std::string_view text,
+                                    std::vector<int32_t> &tokens) const {
   // SentencePiece's add_dummy_prefix: words are " word" pieces, so the first
   // word gets a space too.
-  if (!text.empty()) {
+  if (!text.empty() && addDummyPrefix_) {
     int32_t space = lookup(" ");
     tokens.push_back(space >= 0 ? space : byteToken(' '));
   }
@@ -177,10 +186,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos,
   }
 
   mergePairs(tokens);
-
-  if (addEos)
-    tokens.push_back(eosId());
-  return tokens;
 }
 
 void Tokenizer::mergePairs(std::vector<int32_t> &tokens) const {
@@ -264,6 +269,8 @@ void Tokenizer::mergePairs(std::vector<int32_t> &tokens) const {
 std::string Tokenizer::decode(int32_t prevToken, int32_t token) const {
   if (token < 0 || token >= vocabSize())
     return {};
+  if (kind_ == TokenizerKind::ByteLevelBpe)
+    return pieces_[token];
   std::string_view text = pieces_[token];
   // SentencePiece strips the dummy-prefix space of the first word.
   if (prevToken == bosId() && !text.empty() && text.front() == ' ')

@@ -50,6 +50,39 @@ TEST(BadInput, QuillRunRejectsImpossibleSamplingSettings) {
   expectCleanFailure(run(runTool() + a + "--frobnicate"), "unknown option");
 }
 
+TEST(BadInput, QuillRunRejectsImpossibleSamplerChains) {
+  std::string a = quote(smallArtifact()) + " -n 4 ";
+  expectCleanFailure(run(runTool() + a + "--min-p 2"), "--min-p");
+  expectCleanFailure(run(runTool() + a + "--min-p nan"), "--min-p");
+  expectCleanFailure(run(runTool() + a + "--repeat-last-n -1"), "--repeat-last-n");
+  expectCleanFailure(run(runTool() + a + "--repeat-penalty nan"), "--repeat-penalty");
+  expectCleanFailure(run(runTool() + a + "--repeat-penalty 0"), "--repeat-penalty");
+  expectCleanFailure(run(runTool() + a + "--frequency-penalty nan"), "--frequency-penalty");
+  expectCleanFailure(run(runTool() + a + "--presence-penalty nan"), "--presence-penalty");
+  // The vocabulary is 512: id 512 is checked once the artifact is open.
+  expectCleanFailure(run(runTool() + a + "--logit-bias 512=1"), "outside the vocabulary");
+  expectCleanFailure(run(runTool() + a + "--logit-bias 12"), "expected ID=VALUE");
+  expectCleanFailure(run(runTool() + a + "--logit-bias 12=abc"), "--logit-bias");
+  expectCleanFailure(run(runTool() + a + "--logit-bias 12=nan"), "--logit-bias");
+  expectCleanFailure(run(runTool() + a + "--logit-bias -3=1"), "--logit-bias");
+  expectCleanFailure(run(runTool() + a + "--samplers top-k,bogus"), "unknown sampler 'bogus'");
+  expectCleanFailure(run(runTool() + a + "--samplers top-k,top-k"), "listed twice");
+  expectCleanFailure(run(runTool() + a + "--logprobs -1 --json"), "--logprobs");
+  expectCleanFailure(run(runTool() + a + "--logprobs 3"), "--json");
+  expectCleanFailure(run(runTool() + a + "--logprobs-mode sideways"), "--logprobs-mode");
+  expectCleanFailure(run(runTool() + a + "--stop ''"), "--stop");
+}
+
+TEST(BadInput, QuillRunStopsWhenEveryTokenIsBanned) {
+  // Every logit -inf after the processors: an error, not an arbitrary token.
+  std::string bans;
+  for (int id = 0; id < 512; ++id)
+    bans += " --logit-bias " + std::to_string(id) + "=-inf";
+  for (const char *temp : {"0", "0.8"})
+    expectCleanFailure(run(runTool() + quote(smallArtifact()) + " -n 4 --temp " + temp + bans),
+                       "no token to pick");
+}
+
 TEST(BadInput, QuillRunRejectsAMissingArtifact) {
   expectCleanFailure(run(runTool() + quote(tempDir() + "/nope.qm")), "cannot open artifact");
   expectCleanFailure(run(runTool()), "no artifact given");

@@ -315,8 +315,9 @@ TEST(SamplerChain, Describe) {
   EXPECT_EQ(SamplerChain::fromParams({0.0f, 40, 0.9f, 1}, nullptr).describe(),
             "greedy");
   EXPECT_EQ(SamplerChain::fromParams({}, nullptr).describe(), "dist(seed=0)");
+  // The default order: truncations first, the temperature last.
   EXPECT_EQ(SamplerChain::fromParams({0.8f, 40, 0.9f, 42}, nullptr).describe(),
-            "top-k(40) -> temperature(0.8) -> top-p(0.9) -> dist(seed=42)");
+            "top-k(40) -> top-p(0.9) -> temperature(0.8) -> dist(seed=42)");
   EXPECT_EQ(SamplerChain().describe(), "(empty)");
 }
 
@@ -325,8 +326,9 @@ TEST(SamplerChain, TemperatureZeroIsArgmaxLowestIdOnTies) {
   std::vector<float> logits = {1.0f, 3.0f, kNaN, 3.0f, 2.0f};
   for (int i = 0; i < 5; ++i)
     EXPECT_EQ(chain.sample(logits.data(), 5), 1);
+  // Nothing is possible: no token rather than an arbitrary one.
   std::vector<float> masked = {-kInf, -kInf};
-  EXPECT_EQ(chain.sample(masked.data(), 2), 0);
+  EXPECT_EQ(chain.sample(masked.data(), 2), -1);
 }
 
 TEST(SamplerChain, TopKOneIsArgmax) {
@@ -368,10 +370,16 @@ TEST(SamplerChain, TemperatureReshapes) {
              {a / (a + b + c), b / (a + b + c), c / (a + b + c)});
 }
 
-TEST(SamplerChain, TemperatureAppliesBeforeTopP) {
-  // At T = 0.5 the best token already holds 0.658 > 0.6, so the nucleus is
-  // that one token. (Cut at T = 1 first, two tokens would survive.)
-  expectNear(frequencies({0.5f, 0, 0.6f, 13}, logsOf({0.5, 0.3, 0.2}), 1000),
+TEST(SamplerChain, TopPCutsBeforeTheTemperatureByDefault) {
+  // The nucleus is cut at T = 1 (0.5 + 0.3 > 0.6 keeps two tokens), then
+  // T = 0.5 squares what is left: 0.25 and 0.09 over 0.34.
+  expectNear(frequencies({0.5f, 0, 0.6f, 13}, logsOf({0.5, 0.3, 0.2}), kDraws),
+             {0.25 / 0.34, 0.09 / 0.34, 0.0});
+  // Temperature first (--samplers temperature,top-p): at T = 0.5 the best
+  // token already holds 0.658 > 0.6, so the nucleus is that one token.
+  SamplingParams params{0.5f, 0, 0.6f, 13};
+  params.order = {ProcessorKind::Temperature, ProcessorKind::TopP};
+  expectNear(frequencies(params, logsOf({0.5, 0.3, 0.2}), 1000),
              {1.0, 0.0, 0.0});
 }
 
@@ -409,7 +417,7 @@ TEST(SamplerChain, NaNAndInfiniteLogits) {
     int32_t id = chain.sample(infLogits.data(), 4);
     EXPECT_TRUE(id == 1 || id == 3) << id;
     ones += id == 1;
-    EXPECT_EQ(chain.sample(masked.data(), 3), 0);
+    EXPECT_EQ(chain.sample(masked.data(), 3), -1);
   }
   EXPECT_GT(ones, 50);
   EXPECT_LT(ones, 150);
@@ -431,9 +439,25 @@ TEST(SamplerChain, VocabularyMayChangeBetweenCalls) {
 TEST(SamplerChain, SteadyStateDoesNotAllocate) {
   const int32_t vocab = 32000;
   std::vector<float> logits = randomLogits(vocab, 9);
-  for (SamplingParams params :
+  // Every pass, penalties (whose window fills as tokens are accepted) and
+  // logprobs included.
+  SamplingParams everything{0.8f, 40, 0.9f, 1};
+  everything.minP = 0.05f;
+  everything.repeatPenalty = 1.1f;
+  everything.frequencyPenalty = 0.2f;
+  everything.presencePenalty = 0.1f;
+  everything.logitBias = {{5, 1.0f}, {17, -kInf}};
+  everything.logprobs = true;
+  everything.topLogprobs = 5;
+  SamplingParams processed = everything;
+  processed.logprobsMode = LogprobsMode::Processed;
+  processed.topK = 0;
+  SamplingParams greedyPenalized = everything;
+  greedyPenalized.temperature = 0.0f;
+  for (const SamplingParams &params :
        {SamplingParams{0.0f, 0, 1.0f, 1}, SamplingParams{1.0f, 0, 1.0f, 1},
-        SamplingParams{0.8f, 40, 0.9f, 1}, SamplingParams{0.8f, 0, 0.9f, 1}}) {
+        SamplingParams{0.8f, 40, 0.9f, 1}, SamplingParams{0.8f, 0, 0.9f, 1},
+        everything, processed, greedyPenalized}) {
     SamplerChain chain = SamplerChain::fromParams(params, nullptr);
     chain.sample(logits.data(), vocab); // first use sizes the buffers
     long before = gAllocations.load();

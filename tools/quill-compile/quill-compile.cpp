@@ -1,19 +1,32 @@
 // quill-compile: a model file -> one artifact (or any stage's IR, printed).
 #include "compiler/Driver/Compiler.h"
+#include "compiler/Import/ModelSource.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+#include <sstream>
 
 namespace cl = llvm::cl;
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::OptionCategory category("quill-compile options");
-  cl::opt<std::string> model(cl::Positional, cl::desc("<model.bin>"), cl::Required,
-                             cl::cat(category));
-  cl::opt<std::string> tokenizer("tokenizer", cl::desc("llama2.c tokenizer.bin to embed"),
-                                 cl::value_desc("file"), cl::cat(category));
+  cl::opt<std::string> model(cl::Positional,
+                             cl::desc("<model: llama2.c .bin, .gguf, or Hugging Face directory>"),
+                             cl::Required, cl::cat(category));
+  cl::opt<std::string> tokenizer(
+      "tokenizer",
+      cl::desc("Tokenizer to embed instead of the model's own: llama2.c tokenizer.bin, "
+               "tokenizer.json or .gguf"),
+      cl::value_desc("file"), cl::cat(category));
+  cl::opt<bool> info("info",
+                     cl::desc("Print the model's format, architecture, shapes, tensor types "
+                              "and tokenizer, without compiling"),
+                     cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Artifact to write"), cl::value_desc("file"),
                               cl::cat(category));
   cl::opt<std::string> emit("emit",
@@ -29,8 +42,26 @@ int main(int argc, char **argv) {
                            cl::value_desc("name"), cl::cat(category));
   cl::opt<int64_t> grain("matvec-grain", cl::desc("Output rows per parallel chunk of a matvec"),
                          cl::init(16), cl::cat(category));
+  cl::list<std::string> disabledFusions(
+      "disable-fusion", cl::CommaSeparated,
+      cl::desc("Switch off fusion passes (gate-up, qkv, residual), for A/B comparisons"),
+      cl::value_desc("name,..."), cl::cat(category));
+  cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
+                         cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Quill ahead-of-time compiler\n");
+
+  if (info) {
+    auto opened = quill::openModel(model);
+    if (!opened) {
+      llvm::errs() << "quill-compile: " << opened.message() << "\n";
+      return 1;
+    }
+    std::ostringstream text;
+    quill::describeModel(**opened, tokenizer, text);
+    llvm::outs() << text.str();
+    return 0;
+  }
 
   quill::CompileOptions options;
   options.modelPath = model;
@@ -44,6 +75,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.pipeline.matvecGrain = grain;
+  const auto &known = quill::fusionNames();
+  for (const std::string &name : disabledFusions) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      llvm::errs() << "quill-compile: unknown fusion '" << name << "' (expected gate-up, qkv or residual)\n";
+      return 1;
+    }
+    options.pipeline.disabledFusions.insert(name);
+  }
+  if (noFusion)
+    options.pipeline.disabledFusions.insert(known.begin(), known.end());
   if (!emit.empty()) {
     options.emit = quill::parseStage(emit);
     if (!options.emit) {

@@ -16,7 +16,24 @@ const char *runUsage() {
          "  --temp T              temperature, 0 = greedy (default 1.0)\n"
          "  --top-k K             keep the K most likely tokens, 0 = off (default 0)\n"
          "  --top-p P             nucleus sampling mass in (0, 1] (default 0.9)\n"
+         "  --min-p P             keep tokens with p >= P * p_max, in [0, 1], 0 = off\n"
+         "                        (default 0)\n"
+         "  --repeat-penalty R    divide (multiply) the positive (negative) logits of\n"
+         "                        recent tokens by R > 0, 1 = off (default 1)\n"
+         "  --repeat-last-n N     the penalties' window: the last N tokens, prompt\n"
+         "                        included, 0 = penalties off (default 64)\n"
+         "  --frequency-penalty F subtract F * (count in the window) (default 0)\n"
+         "  --presence-penalty F  subtract F from every token in the window (default 0)\n"
+         "  --logit-bias ID=V     add V (a number or -inf) to token ID's logit; repeatable\n"
+         "  --samplers LIST       processor order, ',' or ';' separated (default\n"
+         "                        penalties,top-k,top-p,min-p,temperature); logit bias\n"
+         "                        runs first, the pick (greedy or dist) last\n"
          "  --seed S              random seed (default: from the clock)\n"
+         "  --stop TEXT           end the output before TEXT; repeatable\n"
+         "  --logprobs K          with --json: each token's log-probability and the K\n"
+         "                        most likely alternatives\n"
+         "  --logprobs-mode M     raw (the model's softmax, default) or processed (after\n"
+         "                        the logit processors)\n"
          "  --threads N           worker threads (default: all cores)\n"
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
@@ -88,6 +105,54 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       QUILL_TRY(v, value());
       QUILL_TRY(p, parseFloat(arg, *v));
       o.sampling.topP = *p;
+    } else if (arg == "--min-p") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(p, parseFloat(arg, *v));
+      o.sampling.minP = *p;
+    } else if (arg == "--repeat-penalty") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(r, parseFloat(arg, *v));
+      o.sampling.repeatPenalty = *r;
+    } else if (arg == "--repeat-last-n") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      o.sampling.repeatLastN = *n;
+    } else if (arg == "--frequency-penalty") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(f, parseFloat(arg, *v));
+      o.sampling.frequencyPenalty = *f;
+    } else if (arg == "--presence-penalty") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(f, parseFloat(arg, *v));
+      o.sampling.presencePenalty = *f;
+    } else if (arg == "--logit-bias") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(bias, parseLogitBias(*v));
+      o.sampling.logitBias.push_back(*bias);
+    } else if (arg == "--samplers") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(order, parseProcessorOrder(*v));
+      o.sampling.order = order.take();
+    } else if (arg == "--stop") {
+      QUILL_TRY(v, value());
+      if (**v == '\0')
+        return Status::error("invalid --stop '': a stop string must not be empty");
+      o.stopStrings.push_back(*v);
+    } else if (arg == "--logprobs") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
+      o.sampling.logprobs = true;
+      o.sampling.topLogprobs = *k;
+    } else if (arg == "--logprobs-mode") {
+      QUILL_TRY(v, value());
+      std::string mode = *v;
+      if (mode == "raw")
+        o.sampling.logprobsMode = LogprobsMode::Raw;
+      else if (mode == "processed")
+        o.sampling.logprobsMode = LogprobsMode::Processed;
+      else
+        return Status::error("invalid --logprobs-mode '" + mode +
+                             "': expected raw or processed");
     } else if (arg == "--seed") {
       QUILL_TRY(v, value());
       QUILL_TRY(s, parseInteger<int64_t>(arg, *v));
@@ -128,6 +193,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
     return Status::error("no artifact given (see --help)");
   if (Status s = validate(o.sampling); !s)
     return s;
+  if (o.sampling.logprobs && !o.json)
+    return Status::error("--logprobs is reported in the --json output only: add --json");
   return o;
 }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace quill {
 
@@ -14,6 +15,7 @@ struct RunOptions {
   std::string prompt;
   int32_t maxNewTokens = 256;
   SamplingParams sampling;
+  std::vector<std::string> stopStrings; ///< --stop, in the order given.
   bool seedGiven = false;
   int threads = 0; ///< 0: all hardware threads.
   bool json = false;

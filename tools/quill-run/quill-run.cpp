@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -31,6 +32,31 @@ std::string jsonIds(const std::vector<int32_t> &ids) {
 }
 
 double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+/// A log-probability as a JSON number; JSON has no -inf, so an impossible
+/// token (which the sampler never picks) would read null.
+std::string jsonLogprob(float value) {
+  if (!std::isfinite(value))
+    return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.7g", static_cast<double>(value));
+  return buffer;
+}
+
+/// [{"token":ID,"logprob":X,"top":[{"token":ID,"logprob":X},...]},...]
+std::string jsonLogprobs(const std::vector<quill::StepLogprobs> &steps) {
+  std::string out = "[";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const quill::StepLogprobs &step = steps[i];
+    out += (i ? ",{\"token\":" : "{\"token\":") + std::to_string(step.token) +
+           ",\"logprob\":" + jsonLogprob(step.logprob) + ",\"top\":[";
+    for (size_t k = 0; k < step.top.size(); ++k)
+      out += (k ? ",{\"token\":" : "{\"token\":") + std::to_string(step.top[k].token) +
+             ",\"logprob\":" + jsonLogprob(step.top[k].logprob) + "}";
+    out += "]}";
+  }
+  return out + "]";
+}
 
 } // namespace
 
@@ -56,6 +82,8 @@ int main(int argc, char **argv) {
                                         config.vocabSize, options.artifactPath + " (tokenizer)");
   if (!tokenizer)
     return fail(tokenizer.message());
+  if (Status s = validateForVocabulary(options.sampling, config.vocabSize); !s)
+    return fail(s.message());
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
@@ -88,7 +116,7 @@ int main(int argc, char **argv) {
   }
 
   Generator generator(**device, *tokenizer, sampler, config);
-  GenerationRequest request{options.prompt, options.maxNewTokens};
+  GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
   auto stream = [&](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -105,7 +133,10 @@ int main(int argc, char **argv) {
     out.precision(6);
     out << "{\"prompt_tokens\":" << jsonIds(result->promptTokens)
         << ",\"tokens\":" << jsonIds(result->tokens) << ",\"text\":" << jsonQuote(result->text)
-        << ",\"stop_reason\":\"" << stopReasonName(result->stop) << "\""
+        << ",\"stop_reason\":\"" << stopReasonName(result->stop) << "\"";
+    if (options.sampling.logprobs)
+      out << ",\"logprobs\":" << jsonLogprobs(result->logprobs);
+    out
         << ",\"seed\":" << options.sampling.seed
         << ",\"timings\":{\"prefill_tokens_per_s\":" << prefillRate
         << ",\"decode_tokens_per_s\":" << decodeRate

@@ -2,6 +2,7 @@
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 
@@ -60,6 +61,15 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
   SmallVector<AffineMap> maps(inputs.size() + 1, identity);
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   return buildGeneric(b, loc, inputs, init, maps, iterators, body);
+}
+
+Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {
+  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gate));
+  Value one = f32Constant(b, loc, 1.0f);
+  Value sigmoid =
+      arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, expNeg));
+  Value silu = arith::MulFOp::create(b, loc, gate, sigmoid);
+  return arith::MulFOp::create(b, loc, silu, up);
 }
 
 Value castTo(OpBuilder &b, Location loc, Value value, Type type) {

@@ -36,6 +36,9 @@ Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
 Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
                        Value init, const ScalarBody &body);
 
+/// silu(gate) * up = gate / (1 + exp(-gate)) * up, in llama2.c's order.
+Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up);
+
 /// A constant f32.
 Value f32Constant(OpBuilder &b, Location loc, float value);
 

@@ -37,14 +37,7 @@ struct LowerSwiGLU : OpRewritePattern<SwiGLUOp> {
         rewriter, op.getLoc(), ValueRange{op.getGate(), op.getUp()},
         emptyLike(rewriter, op.getLoc(), op.getType()),
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          // silu(g) = g * (1 / (1 + exp(-g))); then times up.
-          Value gate = args[0];
-          Value expNeg = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, gate));
-          Value one = f32Constant(b, l, 1.0f);
-          Value sigmoid = arith::DivFOp::create(
-              b, l, one, arith::AddFOp::create(b, l, one, expNeg));
-          Value silu = arith::MulFOp::create(b, l, gate, sigmoid);
-          return arith::MulFOp::create(b, l, silu, args[1]);
+          return swigluScalar(b, l, args[0], args[1]);
         });
     rewriter.replaceOp(op, result);
     return success();

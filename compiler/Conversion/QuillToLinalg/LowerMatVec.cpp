@@ -28,14 +28,46 @@ constexpr int64_t kLanes = 16;   ///< Partial sums per row: one AVX-512 vector.
 
 using utils::IteratorType;
 
+/// Index arithmetic that stays a static attribute when its inputs are.
+OpFoldResult indexOp(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y,
+                     function_ref<int64_t(int64_t, int64_t)> fold,
+                     function_ref<Value(Value, Value)> build) {
+  auto cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(fold(*cx, *cy));
+  return build(getValueOrCreateConstantIndexOp(b, loc, x),
+               getValueOrCreateConstantIndexOp(b, loc, y));
+}
+OpFoldResult mulIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
+  if (k == 1)
+    return x;
+  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p * q; },
+                 [&](Value p, Value q) { return arith::MulIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult divIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
+  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p / q; },
+                 [&](Value p, Value q) { return arith::DivUIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p + q; },
+                 [&](Value p, Value q) { return arith::AddIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult subIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p - q; },
+                 [&](Value p, Value q) { return arith::SubIOp::create(b, loc, p, q).getResult(); });
+}
+
 /// y[r] = sum_k W[r, k] * x[k] over all rows of `weight`, one row at a time.
-Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult rows) {
+Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult rows,
+                     Value init) {
   MLIRContext *ctx = b.getContext();
   AffineExpr r, k;
   bindDims(ctx, r, k);
   auto fastMath = reductionFastMath(b);
   return buildGeneric(
-      b, loc, ValueRange{weight, input}, filledTensor(b, loc, {rows}, 0.0f),
+      b, loc, ValueRange{weight, input},
+      linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+          ->getResult(0),
       {AffineMap::get(2, 0, {r, k}, ctx), AffineMap::get(2, 0, {k}, ctx),
        AffineMap::get(2, 0, {r}, ctx)},
       {IteratorType::parallel, IteratorType::reduction},
@@ -110,41 +142,87 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     Value weight = op.getWeight();
     auto weightType = cast<RankedTensorType>(weight.getType());
     int64_t width = weightType.getDimSize(1);
-    Value first = arith::ConstantIndexOp::create(b, loc, 0);
-    OpFoldResult rows = b.getIndexAttr(weightType.getDimSize(0));
+    int64_t perOutput = op.getRowsPerOutput();
+    // Outputs [first, first + outputs); weight rows perOutput times that.
+    // Sizes stay static attributes when the op is not tiled.
+    OpFoldResult first = b.getIndexAttr(0);
+    OpFoldResult outputs = b.getIndexAttr(weightType.getDimSize(0) / perOutput);
     if (op.isTiled()) {
-      // Only rows [begin, end) of the output.
       first = op.getTile()[0];
-      rows = arith::SubIOp::create(b, loc, op.getTile()[1], first).getResult();
+      outputs = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
     }
-    auto sliceRows = [&](Value from, OpFoldResult count) {
+    OpFoldResult firstRow = mulIndex(b, loc, first, perOutput);
+    OpFoldResult rowCount = mulIndex(b, loc, outputs, perOutput);
+    // With an epilogue the rows are an intermediate: they go to a fixed-size
+    // (stack) buffer instead of the kernel's output.
+    Value result = matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
+                              /*intermediate=*/op.getSwiglu());
+    if (op.getSwiglu()) {
+      // Rows alternate gate and up: output i = silu(row 2i) * row 2i+1.
+      Value raw = result;
+      Value two = arith::ConstantIndexOp::create(b, loc, 2);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{outputs}, b.getF32Type());
+      result = buildElementwise(b, loc, ValueRange{}, init,
+                                [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+                                  Value i = linalg::IndexOp::create(nb, l, 0);
+                                  Value g = arith::MulIOp::create(nb, l, i, two);
+                                  Value u = arith::AddIOp::create(nb, l, g, one);
+                                  return swigluScalar(
+                                      nb, l, tensor::ExtractOp::create(nb, l, raw, ValueRange{g}),
+                                      tensor::ExtractOp::create(nb, l, raw, ValueRange{u}));
+                                });
+    }
+    if (Value residual = op.getResidual()) {
+      // The residual connection: this op's outputs plus the same elements of r.
+      Value part = tensor::ExtractSliceOp::create(
+          b, loc, residual, ArrayRef<OpFoldResult>{first}, ArrayRef<OpFoldResult>{outputs},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      result = buildElementwise(b, loc, ValueRange{part}, result,
+                                [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                  return arith::AddFOp::create(nb, l, args[0], args[1]);
+                                });
+    }
+    rewriter.replaceOp(op, castTo(b, loc, result, op.getType()));
+    return success();
+  }
+
+private:
+  /// W[firstRow : firstRow + rowCount] @ x: in row blocks where the width
+  /// allows, the leftover rows one at a time.
+  static Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
+                          bool intermediate) {
+    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
       return tensor::ExtractSliceOp::create(
                  b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
                  ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
                  ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
           .getResult();
     };
-    Value result;
-    if (width % kLanes != 0) {
-      result = rowByRowMatVec(b, loc, sliceRows(first, rows), op.getInput(), rows);
-    } else {
-      Value count = getValueOrCreateConstantIndexOp(b, loc, rows);
-      Value blockRows = arith::ConstantIndexOp::create(b, loc, kRowBlock);
-      Value blocks = arith::DivUIOp::create(b, loc, count, blockRows);
-      Value blocked = arith::MulIOp::create(b, loc, blocks, blockRows);
-      Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
-      result = blockedMatVec(b, loc, weight, op.getInput(), first, blocks, init);
-      // The rows after the last whole block, one at a time.
-      OpFoldResult tailRows = arith::SubIOp::create(b, loc, count, blocked).getResult();
-      Value tailFirst = arith::AddIOp::create(b, loc, first, blocked);
-      Value tail = rowByRowMatVec(b, loc, sliceRows(tailFirst, tailRows), op.getInput(), tailRows);
-      result = tensor::InsertSliceOp::create(b, loc, tail, result,
-                                             ArrayRef<OpFoldResult>{blocked},
-                                             ArrayRef<OpFoldResult>{tailRows},
-                                             ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-    }
-    rewriter.replaceOp(op, castTo(b, loc, result, op.getType()));
-    return success();
+    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    auto outputInit = [&]() -> Value {
+      if (intermediate)
+        return scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt);
+      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
+    };
+    if (width % kLanes != 0)
+      return rowByRowMatVec(b, loc, sliceRows(firstRow, rows), input, rows, outputInit());
+    OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
+    OpFoldResult blocked = mulIndex(b, loc, blocks, kRowBlock);
+    Value result = blockedMatVec(b, loc, weight, input,
+                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                                 getValueOrCreateConstantIndexOp(b, loc, blocks), outputInit());
+    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+    if (getConstantIntValue(tailRows) == 0)
+      return result;
+    OpFoldResult tailFirst = addIndex(b, loc, firstRow, blocked);
+    Value tail = rowByRowMatVec(
+        b, loc, sliceRows(tailFirst, tailRows), input, tailRows,
+        tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
+    return tensor::InsertSliceOp::create(b, loc, tail, result, ArrayRef<OpFoldResult>{blocked},
+                                         ArrayRef<OpFoldResult>{tailRows},
+                                         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   }
 };
 

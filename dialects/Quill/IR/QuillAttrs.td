@@ -18,4 +18,20 @@ def Quill_BindingAttr : Quill_Attr<"Binding", "binding"> {
   let assemblyFormat = "`<` $space `,` $offset `,` $bytes `>`";
 }
 
+def Quill_WeightPackAttr : Quill_Attr<"WeightPack", "weight_pack"> {
+  let summary = "A weight the compiler packs from named weights, and where it lies";
+  let description = [{
+    Placed at byte `offset` of the weight blob: the rows of the weights named
+    in `parts`, either one after another (`layout = "concat"`) or alternating
+    row by row (`"interleave"`, so a tile of rows holds matching rows of
+    every part). Written by fusion passes; executed when the artifact's
+    weights are laid out.
+
+    Example: `#quill.weight_pack<4096, "concat", ["l.wq", "l.wk", "l.wv"]>`
+  }];
+  let parameters = (ins "int64_t":$offset, StringRefParameter<"layout">:$layout,
+                        "::mlir::ArrayAttr":$parts);
+  let assemblyFormat = "`<` $offset `,` $layout `,` $parts `>`";
+}
+
 #endif // QUILL_ATTRS_TD

@@ -97,27 +97,63 @@ LogicalResult RMSNormOp::verify() {
 }
 
 /// Shared by quill.linear and quill.logits.
-static LogicalResult verifyMatVec(Operation *op, Value input, Value weight,
-                                  Value result, ValueRange tile) {
-  if (failed(verifyTile(op, tile)) || failed(verifyStaticShapes(op, !tile.empty())))
+template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
+  Value input = op.getInput(), weight = op.getWeight(), result = op.getResult();
+  bool tiled = op.isTiled();
+  if (failed(verifyTile(op, op.getTile())) || failed(verifyStaticShapes(op, tiled)))
     return failure();
   if (mismatch(dimOf(weight, 1), dimOf(input, 0)))
     return op->emitOpError("weight")
            << weightName(weight) << " has " << dimOf(weight, 1)
            << " columns but the input has " << dimOf(input, 0) << " elements";
-  if (tile.empty() && mismatch(dimOf(weight, 0), dimOf(result, 0)))
+  int64_t perOutput = op.getRowsPerOutput();
+  if (!tiled && mismatch(dimOf(weight, 0), perOutput * dimOf(result, 0)))
     return op->emitOpError("weight")
-           << weightName(weight) << " has " << dimOf(weight, 0)
-           << " rows but the result has " << dimOf(result, 0) << " elements";
+           << weightName(weight) << " has " << dimOf(weight, 0) << " rows but the result has "
+           << dimOf(result, 0) << " elements" << (perOutput == 2 ? " (swiglu: need twice as many rows)" : "");
+  if (Value residual = op.getResidual()) {
+    if (!tiled && residual.getType() != result.getType())
+      return op->emitOpError("residual of type ")
+             << residual.getType() << " does not match the result " << result.getType();
+    if (tiled && mismatch(dimOf(residual, 0), dimOf(weight, 0) / perOutput))
+      return op->emitOpError("residual has ") << dimOf(residual, 0) << " elements but the op has "
+                                               << dimOf(weight, 0) / perOutput << " outputs";
+  }
   return success();
 }
 
-LogicalResult LinearOp::verify() {
-  return verifyMatVec(*this, getInput(), getWeight(), getResult(), getTile());
+LogicalResult LinearOp::verify() { return verifyMatVec(*this); }
+
+LogicalResult LogitsOp::verify() { return verifyMatVec(*this); }
+
+LogicalResult ConcatOp::verify() {
+  if (getParts().empty())
+    return emitOpError("needs at least one part");
+  int64_t rows = 0, partRows = dimOf(getParts()[0], 0);
+  for (Value part : getParts()) {
+    if (!part.getDefiningOp<WeightOp>())
+      return emitOpError("parts must be quill.weight ops: packing happens at compile time");
+    if (dimOf(part, 1) != dimOf(getResult(), 1))
+      return emitOpError("part") << weightName(part) << " has " << dimOf(part, 1)
+                                 << " columns but the result has " << dimOf(getResult(), 1);
+    if (getInterleave() && dimOf(part, 0) != partRows)
+      return emitOpError("interleaved parts must have the same number of rows");
+    rows += dimOf(part, 0);
+  }
+  if (rows != dimOf(getResult(), 0))
+    return emitOpError("parts have ") << rows << " rows in all but the result has "
+                                      << dimOf(getResult(), 0);
+  return success();
 }
 
-LogicalResult LogitsOp::verify() {
-  return verifyMatVec(*this, getInput(), getWeight(), getResult(), getTile());
+LogicalResult SliceOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  int64_t offset = getOffsetAttr().getInt();
+  if (offset < 0 || offset + dimOf(getResult(), 0) > dimOf(getInput(), 0))
+    return emitOpError("elements [") << offset << ", " << offset + dimOf(getResult(), 0)
+                                     << ") lie outside the input of " << dimOf(getInput(), 0);
+  return success();
 }
 
 LogicalResult RoPEOp::verify() {

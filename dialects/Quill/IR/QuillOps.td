@@ -63,6 +63,46 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
   let hasVerifier = 1;
 }
 
+def Quill_ConcatOp : Quill_Op<"concat", [Pure]> {
+  let summary = "Rows of several weights packed into one weight at compile time";
+  let description = [{
+    The rows of every part, one part after another, or with `interleave`
+    row by row (part 0 row 0, part 1 row 0, part 0 row 1, ...), so that one
+    kernel streams them together. Parts must be `quill.weight`s with the same
+    number of columns (and of rows, to interleave): the packing happens when
+    the artifact's weights are laid out, never at run time.
+
+    ```mlir
+    %wqkv = quill.concat %wq, %wk, %wv : (tensor<64x64xf32>, tensor<32x64xf32>,
+        tensor<32x64xf32>) -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Quill_Matrix>:$parts, UnitAttr:$interleave);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = [{
+    $parts attr-dict `:` functional-type($parts, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Quill_SliceOp : Quill_Op<"slice", [Pure]> {
+  let summary = "A contiguous part of a vector: a view, no kernel";
+  let description = [{
+    Elements `[offset, offset + size)` of `input`, where `size` is the
+    result's length. Used to split the output of a fused projection.
+
+    ```mlir
+    %k = quill.slice %qkv[64] : tensor<128xf32> -> tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$input, I64Attr:$offset);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//
@@ -99,18 +139,23 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result
   let hasVerifier = 1;
 }
 
-class Quill_MatVecOp<string mnemonic, string what> : Quill_Op<mnemonic, [Pure]> {
+class Quill_MatVecOp<string mnemonic, string what>
+    : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Vector:$input, Quill_Matrix:$weight,
-                       Variadic<Index>:$tile);
+                       Optional<Quill_Vector>:$residual, Variadic<Index>:$tile,
+                       UnitAttr:$swiglu);
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
+    $input `,` $weight (`residual` $residual^ `:` type($residual))?
+    (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
     type($weight) `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether this op computes only the rows [tile[0], tile[1]) (in a kernel).
     bool isTiled() { return !getTile().empty(); }
+    /// Weight rows per result element: 2 with the SwiGLU epilogue.
+    int64_t getRowsPerOutput() { return getSwiglu() ? 2 : 1; }
   }];
 }
 
@@ -119,6 +164,9 @@ def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
   let description = [{
     `weight` has one row per output. Inside a kernel, `tile [%b, %e]` restricts
     the op to output rows `[b, e)` and the result holds just those rows.
+    Epilogues fused in: `residual %r` adds `%r` to the result (the residual
+    connection); `swiglu` takes a weight whose rows alternate gate and up
+    rows and returns `silu(gate) * up`, half as many elements.
 
     ```mlir
     %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>
@@ -222,12 +270,15 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
     Holds the `quill.dispatch` ops of one step in execution order. The
     attributes give the runtime its memory plan: the bytes of scratch
     (activations), of KV cache and of weights, where the logits land, and the
-    byte offset of every named weight in the weight blob.
+    byte offset of every named weight in the weight blob, and the weights
+    that fusion passes pack from several named ones (`weight_packs`).
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$scratch_bytes,
                        I64Attr:$kv_bytes, I64Attr:$weight_bytes,
                        Quill_BindingAttr:$logits,
-                       DictionaryAttr:$weight_offsets);
+                       DictionaryAttr:$weight_offsets,
+                       OptionalAttr<TypedArrayAttrBase<Quill_WeightPackAttr,
+                                    "packed weights">>:$weight_packs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$name attr-dict-with-keyword $body";
 }

@@ -35,6 +35,9 @@ int64_t byteSize(Type type) {
 struct MemoryPlan {
   int64_t weightBytes = 0, kvBytes = 0, scratchBytes = 0;
   llvm::StringMap<std::pair<int64_t, Type>> weights;
+  /// Packed weights by a key of their layout and parts -> offset.
+  llvm::StringMap<int64_t> packOffsets;
+  SmallVector<Attribute> packs;
   std::map<std::pair<std::string, int64_t>, std::pair<int64_t, Type>> caches;
   DenseMap<Value, BindingAttr> bindings;
 };
@@ -134,6 +137,29 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
                << " is used with two shapes: " << it->second.second << " and "
                << cache.getType();
       bind(cache, "kv", it->second.first);
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      // A weight packed at compile time from named weights.
+      SmallVector<Attribute> parts;
+      std::string key = concat.getInterleave() ? "interleave:" : "concat:";
+      for (Value part : concat.getParts()) {
+        StringRef name = part.getDefiningOp<WeightOp>().getName();
+        parts.push_back(StringAttr::get(ctx, name));
+        key += name.str() + ",";
+      }
+      auto [it, inserted] = plan.packOffsets.try_emplace(key, plan.weightBytes);
+      if (inserted) {
+        plan.packs.push_back(WeightPackAttr::get(
+            ctx, plan.weightBytes, concat.getInterleave() ? "interleave" : "concat",
+            ArrayAttr::get(ctx, parts)));
+        plan.weightBytes += alignUp(byteSize(concat.getType()));
+      }
+      bind(concat, "weights", it->second);
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      // A view into its input's memory: no kernel, no copy.
+      BindingAttr parent = plan.bindings.lookup(slice.getInput());
+      plan.bindings[slice] = BindingAttr::get(
+          ctx, parent.getSpace(), parent.getOffset() + slice.getOffsetAttr().getInt() * 4,
+          byteSize(slice.getType()));
     } else if (auto write = dyn_cast<KVWriteOp>(op)) {
       plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
     } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) &&
@@ -203,7 +229,12 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Value destination = inPlace ? cacheArg : entry->getArgument(argIndex);
   if (tiling.rowsPerUnit > 0) {
     // The kernel computes output rows [begin, end) * rowsPerUnit only.
-    clone->insertOperands(clone->getNumOperands(), {begin, end});
+    if (auto linear = dyn_cast<LinearOp>(clone))
+      linear.getTileMutable().append({begin, end});
+    else if (auto logits = dyn_cast<LogitsOp>(clone))
+      logits.getTileMutable().append({begin, end});
+    else
+      cast<AttentionOp>(clone).getTileMutable().append({begin, end});
     clone->getResult(0).setType(
         RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()));
     Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
@@ -244,7 +275,7 @@ void OutlineKernelsPass::runOnOperation() {
       logits = plan.bindings.lookup(ret.getOperand(0));
       continue;
     }
-    if (isa<WeightOp, KVCacheOp>(op))
+    if (isa<WeightOp, KVCacheOp, ConcatOp, SliceOp>(op))
       continue;
     Tiling tiling = tilingOf(&op, matvecGrain);
     std::string &kernelName = kernelsByKey[kernelKey(&op)];
@@ -273,7 +304,8 @@ void OutlineKernelsPass::runOnOperation() {
   OpBuilder b(step);
   auto schedule = ScheduleOp::create(
       b, step.getLoc(), "step", plan.scratchBytes, plan.kvBytes,
-      plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets));
+      plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets),
+      plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs));
   b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
   for (auto &[kernel, bindings, tiling] : launches)
     DispatchOp::create(b, step.getLoc(), kernel, b.getArrayAttr(bindings),

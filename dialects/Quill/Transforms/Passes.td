@@ -14,6 +14,70 @@ def VerifyStep : Pass<"quill-verify-step", "ModuleOp"> {
   }];
 }
 
+def FuseGateUp : Pass<"quill-fuse-gate-up", "ModuleOp"> {
+  let summary = "Fuses the gate and up projections with SwiGLU as their epilogue";
+  let description = [{
+    `swiglu(linear(h, Wg), linear(h, Wu))` becomes one `quill.linear` over a
+    weight packed at compile time with the rows of Wg and Wu interleaved,
+    with the `swiglu` epilogue: one pass over h, one kernel, and a tile of
+    rows always holds matching gate and up rows. Results are bitwise equal.
+
+    Before:
+    ```mlir
+    %g = quill.linear %h, %w1 : ... -> tensor<172xf32>
+    %u = quill.linear %h, %w3 : ... -> tensor<172xf32>
+    %a = quill.swiglu %g, %u : tensor<172xf32>
+    ```
+    After:
+    ```mlir
+    %w13 = quill.concat %w1, %w3 {interleave} : (...) -> tensor<344x64xf32>
+    %a = quill.linear %h, %w13 {swiglu} : tensor<64xf32>, tensor<344x64xf32> -> tensor<172xf32>
+    ```
+  }];
+}
+
+def FuseQKV : Pass<"quill-fuse-qkv", "ModuleOp"> {
+  let summary = "Fuses linear layers that share their input (Q, K and V) into one";
+  let description = [{
+    Plain `quill.linear` ops reading the same input become one over the
+    weights packed one after another, whose output is split by
+    `quill.slice` views: one kernel and one read of the input instead of
+    three. Results are bitwise equal.
+
+    Before:
+    ```mlir
+    %q = quill.linear %h, %wq : ... -> tensor<64xf32>
+    %k = quill.linear %h, %wk : ... -> tensor<32xf32>
+    ```
+    After:
+    ```mlir
+    %wqk = quill.concat %wq, %wk : (...) -> tensor<96x64xf32>
+    %qk = quill.linear %h, %wqk : ... -> tensor<96xf32>
+    %q = quill.slice %qk[0] : tensor<96xf32> -> tensor<64xf32>
+    %k = quill.slice %qk[64] : tensor<96xf32> -> tensor<32xf32>
+    ```
+  }];
+}
+
+def FuseResidual : Pass<"quill-fuse-residual", "ModuleOp"> {
+  let summary = "Makes the residual add the epilogue of the linear layer before it";
+  let description = [{
+    `add(x, linear(h, W))` becomes `linear(h, W) residual x`: the sum is
+    formed as each output row is computed, with no separate kernel or pass
+    over memory. Results are bitwise equal.
+
+    Before:
+    ```mlir
+    %o = quill.linear %a, %wo : ... -> tensor<64xf32>
+    %x1 = quill.add %x, %o : tensor<64xf32>
+    ```
+    After:
+    ```mlir
+    %x1 = quill.linear %a, %wo residual %x : tensor<64xf32> : ... -> tensor<64xf32>
+    ```
+  }];
+}
+
 def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
   let summary = "Outlines each quill op of @step into a kernel and plans memory";
   let description = [{

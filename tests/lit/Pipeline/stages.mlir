@@ -9,20 +9,20 @@
 
 // linalg stage: every quill compute op is lowered inside its kernel.
 // LINALG-LABEL: quill.schedule "step"
-// LINALG-COUNT-14: quill.dispatch
-// LINALG-LABEL: func.func @linear_8_8x8(
+// LINALG-COUNT-12: quill.dispatch
+// LINALG-LABEL: func.func @linear_8_16x8(
 // LINALG: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // LINALG-NOT: quill.{{(weight|kv_cache|kv_write|embedding|rmsnorm|linear|logits|rope|attention|swiglu|add) }}
 
 // loops stage: memrefs, loops, arith and math only; temporaries on the stack.
 // LOOPS-LABEL: quill.schedule "step"
-// LOOPS-COUNT-14: quill.dispatch
+// LOOPS-COUNT-12: quill.dispatch
 // LOOPS-LABEL: func.func @rmsnorm_8_8(
 // LOOPS-SAME: memref<8xf32>
 // LOOPS: memref.alloca() {{.*}}: memref<f32>
 // LOOPS: scf.for
 // LOOPS: math.sqrt
-// LOOPS-LABEL: func.func @linear_8_8x8(
+// LOOPS-LABEL: func.func @linear_8_16x8(
 // LOOPS: memref.subview
 // LOOPS: scf.for
 // LOOPS: arith.mulf {{.*}} fastmath<reassoc,contract>
@@ -49,8 +49,6 @@
 // LLVM-NEXT: quill.dispatch @[[EMB:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[NORM:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[LQ:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[LKV:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[LKV]](
 // LLVM-NEXT: quill.dispatch @[[ROPEQ:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[ROPEK:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[KVW:[a-z0-9_]+]](
@@ -64,7 +62,6 @@
 // LLVM-DAG: llvm.func internal @[[EMB]]_body(
 // LLVM-DAG: llvm.func internal @[[NORM]]_body(
 // LLVM-DAG: llvm.func internal @[[LQ]]_body(
-// LLVM-DAG: llvm.func internal @[[LKV]]_body(
 // LLVM-DAG: llvm.func internal @[[ROPEQ]]_body(
 // LLVM-DAG: llvm.func internal @[[ROPEK]]_body(
 // LLVM-DAG: llvm.func internal @[[KVW]]_body(
@@ -75,7 +72,6 @@
 // LLVM-DAG: llvm.func @[[EMB]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[NORM]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[LQ]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
-// LLVM-DAG: llvm.func @[[LKV]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[ROPEQ]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[ROPEK]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[KVW]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
@@ -86,7 +82,6 @@
 // LLVM-DAG: llvm.call @[[EMB]]_body(
 // LLVM-DAG: llvm.call @[[NORM]]_body(
 // LLVM-DAG: llvm.call @[[LQ]]_body(
-// LLVM-DAG: llvm.call @[[LKV]]_body(
 // LLVM-DAG: llvm.call @[[ROPEQ]]_body(
 // LLVM-DAG: llvm.call @[[ROPEK]]_body(
 // LLVM-DAG: llvm.call @[[KVW]]_body(

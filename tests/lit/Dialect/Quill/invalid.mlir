@@ -352,3 +352,48 @@ func.func @dispatch_outside_schedule() {
 quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
     scratch_bytes = 64 : i64, weight_bytes = 0 : i64} {
 }
+
+// -----
+
+// Packing happens at compile time: only named weights can be packed.
+func.func @concat_of_activation(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{'quill.concat' op parts must be quill.weight ops: packing happens at compile time}}
+  %c = quill.concat %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rows() {
+  %a = quill.weight "a" : tensor<4x8xf32>
+  %b = quill.weight "b" : tensor<2x8xf32>
+  // expected-error @+1 {{'quill.concat' op interleaved parts must have the same number of rows}}
+  %c = quill.concat %a, %b {interleave} : (tensor<4x8xf32>, tensor<2x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_outside(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'quill.slice' op elements [6, 10) lie outside the input of 8}}
+  %s = quill.slice %x[6] : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_rows(%x: tensor<8xf32>) {
+  %w = quill.weight "w13" : tensor<12x8xf32>
+  // expected-error @+1 {{'quill.linear' op weight 'w13' has 12 rows but the result has 12 elements (swiglu: need twice as many rows)}}
+  %y = quill.linear %x, %w {swiglu} : tensor<8xf32>, tensor<12x8xf32> -> tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @residual_type(%x: tensor<8xf32>, %r: tensor<4xf32>) {
+  %w = quill.weight "wo" : tensor<8x8xf32>
+  // expected-error @+1 {{'quill.linear' op residual of type 'tensor<4xf32>' does not match the result 'tensor<8xf32>'}}
+  %y = quill.linear %x, %w residual %r : tensor<4xf32> : tensor<8xf32>, tensor<8x8xf32> -> tensor<8xf32>
+  return
+}

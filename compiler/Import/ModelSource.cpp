@@ -1,0 +1,174 @@
+// The format-neutral model interface: canonical shapes, checking a format's
+// tensors against them, fp32 conversion, and --info.
+#include "compiler/Import/ModelSource.h"
+
+#include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/TokenizerImport.h"
+
+#include <algorithm>
+
+namespace quill {
+
+int64_t ImportedTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+ModelSource::~ModelSource() = default;
+
+const ImportedTensor *ModelSource::find(const std::string &name) const {
+  auto it = indexByName_.find(name);
+  return it == indexByName_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::vector<int64_t> canonicalShape(const ModelConfig &c,
+                                    const std::string &name) {
+  const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim(),
+                vocab = c.vocabSize;
+  if (name == "tok_embeddings" || name == "output")
+    return {vocab, dim};
+  if (name == "norm")
+    return {dim};
+  const std::string prefix = "layers.";
+  if (name.compare(0, prefix.size(), prefix) != 0)
+    return {};
+  size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos)
+    return {};
+  std::string kind = name.substr(dot + 1);
+  if (kind == "attention_norm" || kind == "ffn_norm")
+    return {dim};
+  if (kind == "wq" || kind == "wo")
+    return {dim, dim};
+  if (kind == "wk" || kind == "wv")
+    return {kvDim, dim};
+  if (kind == "w1" || kind == "w3")
+    return {hidden, dim};
+  if (kind == "w2")
+    return {dim, hidden};
+  return {};
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+Status ModelSource::setTensors(
+    std::unordered_map<std::string, ImportedTensor> byName) {
+  tensors_.clear();
+  indexByName_.clear();
+  for (const std::string &name : llama2cCanonicalNames(config_)) {
+    auto it = byName.find(name);
+    if (it == byName.end()) {
+      std::string source = sourceNameOf(name);
+      return Status::error(path_ + ": the model has no tensor '" + source +
+                           "'" +
+                           (source != name ? " (Quill's " + name + ")" : ""));
+    }
+    ImportedTensor &t = it->second;
+    std::vector<int64_t> expected = canonicalShape(config_, name);
+    if (t.shape != expected)
+      return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
+                           "' has shape " + shapeString(t.shape) +
+                           " (rows x columns), expected " +
+                           shapeString(expected));
+    if (t.rowOrder == RowOrder::RotateHalfToInterleaved &&
+        (t.headDim <= 0 || t.headDim % 2 != 0 || t.shape[0] % t.headDim != 0))
+      return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
+                           "' cannot be split into heads of " +
+                           std::to_string(t.headDim) + " rows");
+    indexByName_.emplace(name, tensors_.size());
+    tensors_.push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
+  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
+  if (t.rowOrder == RowOrder::AsStored) {
+    convertToFloat(t.dtype, t.data, t.numElements(), out);
+    return Status::ok();
+  }
+  std::optional<uint64_t> rowBytes = dtypeBytes(t.dtype, uint64_t(columns));
+  if (!rowBytes)
+    return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
+                         "' rows are not whole " + dtypeName(t.dtype) +
+                         " blocks");
+  // Quill's row (head h, pair i, half j) is stored at h*headDim + j*half + i.
+  const int64_t half = t.headDim / 2;
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t head = row / t.headDim, within = row % t.headDim;
+    int64_t stored = head * t.headDim + (within % 2) * half + within / 2;
+    convertToFloat(t.dtype, t.data + uint64_t(stored) * *rowBytes, columns,
+                   out + row * columns);
+  }
+  return Status::ok();
+}
+
+ErrorOr<std::vector<float>>
+ModelSource::readTensor(const std::string &name) const {
+  const ImportedTensor *t = find(name);
+  if (!t)
+    return Status::error(path_ + ": the model has no tensor '" + name + "'");
+  std::vector<float> values(size_t(t->numElements()));
+  if (Status s = readTensor(*t, values.data()); !s)
+    return s;
+  return values;
+}
+
+void describeModel(const ModelSource &model,
+                   const std::string &tokenizerOverride, std::ostream &out) {
+  const ModelConfig &c = model.config();
+  out << "model:        " << model.path() << "\n"
+      << "format:       " << model.format() << "\n"
+      << "architecture: " << model.architecture() << "\n"
+      << "dim " << c.dim << ", hidden " << c.hiddenDim << ", layers "
+      << c.nLayers << ", heads " << c.nHeads << ", kv heads " << c.nKvHeads
+      << ", head size " << c.headDim() << ", vocab " << c.vocabSize
+      << ", context " << c.seqLen << "\n"
+      << "rope theta " << c.ropeTheta << ", rms norm eps " << c.normEps
+      << ", bos " << c.bosId << ", eos " << c.eosId << ", classifier "
+      << (c.sharedClassifier ? "shared with the embedding" : "separate")
+      << "\n";
+  auto tokenizer = model.tokenizer();
+  out << "tokenizer:    "
+      << (tokenizer ? describeTokenizer(*tokenizer)
+                    : "none (" + tokenizer.message() + ")")
+      << "\n";
+  if (!tokenizerOverride.empty()) {
+    auto given = loadTokenizerFile(tokenizerOverride, c);
+    out << "--tokenizer:  "
+        << (given ? describeTokenizer(*given)
+                  : "unusable (" + given.message() + ")")
+        << "\n";
+  }
+  for (const std::string &note : model.notes())
+    out << "note:         " << note << "\n";
+
+  uint64_t elements = 0;
+  size_t nameWidth = 0, sourceWidth = 0;
+  for (const ImportedTensor &t : model.tensors()) {
+    elements += uint64_t(t.numElements());
+    nameWidth = std::max(nameWidth, t.name.size());
+    sourceWidth = std::max(sourceWidth, t.sourceName.size());
+  }
+  out << "tensors:      " << model.tensors().size() << ", " << elements
+      << " parameters (canonical name, name in the file, type, shape)\n";
+  for (const ImportedTensor &t : model.tensors()) {
+    out << "  " << t.name << std::string(nameWidth - t.name.size() + 2, ' ')
+        << t.sourceName
+        << std::string(sourceWidth - t.sourceName.size() + 2, ' ')
+        << dtypeName(t.dtype) << "  " << shapeString(t.shape);
+    if (t.rowOrder == RowOrder::RotateHalfToInterleaved)
+      out << "  (rows un-permuted from rotate-half)";
+    out << "\n";
+  }
+}
+
+} // namespace quill

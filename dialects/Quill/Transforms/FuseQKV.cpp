@@ -1,0 +1,71 @@
+// quill-fuse-qkv: plain linear layers that share an input -> one linear over
+// their weights packed together, split by slices.
+#include "dialects/Quill/IR/QuillDialect.h"
+#include "dialects/Quill/Transforms/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::quill {
+#define GEN_PASS_DEF_FUSEQKV
+#include "dialects/Quill/Transforms/Passes.h.inc"
+} // namespace mlir::quill
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
+  void runOnOperation() override {
+    getOperation().walk([&](Block *block) {
+      // Siblings in program order, grouped by input (and column count).
+      llvm::MapVector<Value, SmallVector<LinearOp>> siblings;
+      for (auto linear : block->getOps<LinearOp>())
+        if (!linear.getResidual() && !linear.isTiled() && !linear.getSwiglu() &&
+            linear.getWeight().getDefiningOp<WeightOp>())
+          siblings[linear.getInput()].push_back(linear);
+      for (auto &[input, group] : siblings)
+        if (group.size() >= 2)
+          fuse(group);
+    });
+  }
+
+  void fuse(SmallVectorImpl<LinearOp> &group) {
+    // The fused op goes where the first sibling was, so that it precedes
+    // every use of every sibling; the weights (which have no operands) move
+    // up to it.
+    LinearOp first = group.front();
+    for (LinearOp linear : group) {
+      Operation *weight = linear.getWeight().getDefiningOp();
+      if (weight->getBlock() == first->getBlock() && first->isBeforeInBlock(weight))
+        weight->moveBefore(first);
+    }
+    LinearOp last = first;
+    OpBuilder b(first);
+    SmallVector<Value> weights;
+    int64_t rows = 0;
+    for (LinearOp linear : group) {
+      weights.push_back(linear.getWeight());
+      rows += linear.getType().getDimSize(0);
+    }
+    auto weightType = cast<RankedTensorType>(group[0].getWeight().getType());
+    Type f32 = weightType.getElementType();
+    Location loc = last.getLoc();
+    Value packed = ConcatOp::create(
+        b, loc, RankedTensorType::get({rows, weightType.getDimSize(1)}, f32), weights,
+        /*interleave=*/false);
+    Value fused = LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(),
+                                   packed, /*residual=*/Value(), /*tile=*/ValueRange{},
+                                   /*swiglu=*/false);
+    int64_t offset = 0;
+    for (LinearOp linear : group) {
+      Value part = SliceOp::create(b, loc, linear.getType(), fused, offset);
+      offset += linear.getType().getDimSize(0);
+      linear.replaceAllUsesWith(part);
+    }
+    for (LinearOp linear : group)
+      linear.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,214 @@
+// GPT-2's byte <-> printable-character map and byte-level BPE encoding.
+#include "runtime/tokenizer/ByteLevelBpe.h"
+
+#include "runtime/tokenizer/PreTokenizer.h"
+#include "runtime/tokenizer/Unicode.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace quill {
+
+namespace {
+
+/// Bytes GPT-2 prints as themselves.
+bool isPrintableByte(uint32_t b) {
+  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
+         (b >= 0xAE && b <= 0xFF);
+}
+
+/// codepoint -> byte for the 256 stand-ins (all below U+0144), else -1.
+const std::array<int16_t, 0x144> &byteOfCodepointTable() {
+  static const std::array<int16_t, 0x144> table = [] {
+    std::array<int16_t, 0x144> t;
+    t.fill(-1);
+    for (int b = 0; b < 256; ++b)
+      t[gpt2CodepointOfByte(uint8_t(b))] = int16_t(b);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+uint32_t gpt2CodepointOfByte(uint8_t byte) {
+  if (isPrintableByte(byte))
+    return byte;
+  // The n-th non-printable byte (0x00..0x20, 0x7F..0xA0, 0xAD) maps to
+  // U+0100 + n.
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < byte; ++b)
+    n += !isPrintableByte(b);
+  return 0x100 + n;
+}
+
+std::optional<std::string> gpt2PieceToBytes(std::string_view piece) {
+  const auto &table = byteOfCodepointTable();
+  std::string out;
+  out.reserve(piece.size());
+  while (!piece.empty()) {
+    Utf8Char c = decodeUtf8(piece);
+    if (c.codepoint >= table.size() || table[c.codepoint] < 0)
+      return std::nullopt;
+    out += char(table[c.codepoint]);
+    piece.remove_prefix(c.length);
+  }
+  return out;
+}
+
+std::string gpt2BytesToPiece(std::string_view bytes) {
+  std::string out;
+  for (char b : bytes)
+    appendUtf8(gpt2CodepointOfByte(uint8_t(b)), out);
+  return out;
+}
+
+ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data,
+                                           const PieceIndex &pieces,
+                                           const std::string &sourceName) {
+  const std::string where = sourceName + ": ";
+  ByteLevelBpe bpe;
+  bpe.steps_ = data.preTokenizer;
+  bpe.addPrefixSpace_ = data.flags & kAddPrefixSpace;
+  bpe.ignoreMerges_ = data.flags & kIgnoreMerges;
+  for (int b = 0; b < 256; ++b) {
+    auto it = pieces.find(std::string(1, char(b)));
+    bpe.byteIds_[b] = it != pieces.end() ? it->second : data.unkId;
+    if (bpe.byteIds_[b] < 0)
+      return Status::error(where + "byte " + std::to_string(b) +
+                           " has no token and the vocabulary no unk token");
+  }
+  bpe.merges_.reserve(data.merges.size());
+  std::string merged;
+  for (size_t rank = 0; rank < data.merges.size(); ++rank) {
+    auto [left, right] = data.merges[rank];
+    merged = data.pieces[left] + data.pieces[right];
+    auto it = pieces.find(merged);
+    if (it == pieces.end())
+      return Status::error(where + "merge " + std::to_string(rank) +
+                           " makes a piece that is not in the vocabulary");
+    // The first (highest-priority) rank of a repeated pair wins.
+    bpe.merges_.emplace(pairKey(left, right),
+                        Merge{int32_t(rank), it->second});
+  }
+  for (size_t id = 0; id < data.pieces.size(); ++id) {
+    TokenType type = data.types[id];
+    const std::string &piece = data.pieces[id];
+    if ((type == TokenType::Control || type == TokenType::UserDefined) &&
+        !piece.empty())
+      bpe.added_[uint8_t(piece[0])].emplace_back(piece, int32_t(id));
+  }
+  for (auto &list : bpe.added_)
+    std::stable_sort(list.begin(), list.end(), [](const auto &a, const auto &b) {
+      return a.first.size() > b.first.size();
+    });
+  return bpe;
+}
+
+int32_t ByteLevelBpe::addedTokenAt(std::string_view text,
+                                   size_t &length) const {
+  for (const auto &[piece, id] : added_[uint8_t(text[0])]) {
+    if (text.compare(0, piece.size(), piece) == 0) {
+      length = piece.size();
+      return id;
+    }
+  }
+  return -1;
+}
+
+void ByteLevelBpe::encode(std::string_view text, const PieceIndex &pieces,
+                          std::vector<int32_t> &out) const {
+  std::string prefixed;
+  if (addPrefixSpace_ && !text.empty() && text[0] != ' ') {
+    prefixed = " " + std::string(text);
+    text = prefixed;
+  }
+  // Added tokens first, leftmost then longest; the text between them goes
+  // through the pre-tokenizer and BPE.
+  size_t segmentStart = 0;
+  auto flush = [&](size_t end) {
+    std::string_view segment = text.substr(segmentStart, end - segmentStart);
+    for (std::string_view word : preTokenize(segment, steps_))
+      encodeWord(word, pieces, out);
+  };
+  for (size_t i = 0; i < text.size();) {
+    size_t length = 0;
+    int32_t id = addedTokenAt(text.substr(i), length);
+    if (id < 0) {
+      ++i;
+      continue;
+    }
+    flush(i);
+    out.push_back(id);
+    i += length;
+    segmentStart = i;
+  }
+  flush(text.size());
+}
+
+void ByteLevelBpe::encodeWord(std::string_view word, const PieceIndex &pieces,
+                              std::vector<int32_t> &out) const {
+  if (ignoreMerges_) {
+    auto it = pieces.find(std::string(word));
+    if (it != pieces.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  std::vector<int32_t> tokens;
+  tokens.reserve(word.size());
+  for (char b : word)
+    tokens.push_back(byteIds_[uint8_t(b)]);
+  const int32_t n = int32_t(tokens.size());
+
+  // The lowest-ranked adjacent pair merges first, the leftmost on ties, as
+  // Hugging Face's BPE does: a heap of candidate pairs over a linked list of
+  // positions, where a merge keeps the left position and unlinks the right,
+  // and version[] marks heap entries made stale by a merge.
+  std::vector<int32_t> prev(n), next(n);
+  std::vector<uint32_t> version(n, 0);
+  for (int32_t i = 0; i < n; ++i) {
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  struct Pair {
+    int32_t rank, left, right, result;
+    uint32_t leftVersion, rightVersion;
+  };
+  auto lowerPriority = [](const Pair &a, const Pair &b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  };
+  std::priority_queue<Pair, std::vector<Pair>, decltype(lowerPriority)> queue(
+      lowerPriority);
+  auto consider = [&](int32_t left, int32_t right) {
+    auto it = merges_.find(pairKey(tokens[left], tokens[right]));
+    if (it != merges_.end())
+      queue.push({it->second.rank, left, right, it->second.result,
+                  version[left], version[right]});
+  };
+  for (int32_t i = 0; i + 1 < n; ++i)
+    consider(i, i + 1);
+  while (!queue.empty()) {
+    Pair pair = queue.top();
+    queue.pop();
+    if (version[pair.left] != pair.leftVersion ||
+        version[pair.right] != pair.rightVersion ||
+        next[pair.left] != pair.right)
+      continue;
+    tokens[pair.left] = pair.result;
+    ++version[pair.left];
+    ++version[pair.right];
+    int32_t after = next[pair.right];
+    next[pair.left] = after;
+    if (after >= 0)
+      prev[after] = pair.left;
+    if (prev[pair.left] >= 0)
+      consider(prev[pair.left], pair.left);
+    if (after >= 0)
+      consider(pair.left, after);
+  }
+  for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = next[i])
+    out.push_back(tokens[i]);
+}
+
+} // namespace quill

@@ -1,0 +1,31 @@
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+
+// The swiglu epilogue: 2n weight rows (gate and up interleaved) into a
+// fixed-size stack buffer, then out[i] = silu(row 2i) * row 2i+1.
+// CHECK-LABEL: func.func @swiglu_epilogue
+// CHECK: %[[RAW:.*]] = bufferization.alloc_tensor() : tensor<24xf32>
+// CHECK: %[[ROWS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK: linalg.index 0
+// CHECK: tensor.extract %[[ROWS]]
+// CHECK: math.exp
+// CHECK: -> tensor<12xf32>
+func.func @swiglu_epilogue(%h: tensor<8xf32>, %w: tensor<24x8xf32>) -> tensor<12xf32> {
+  %a = quill.linear %h, %w {swiglu} : tensor<8xf32>, tensor<24x8xf32> -> tensor<12xf32>
+  return %a : tensor<12xf32>
+}
+
+// -----
+
+// The residual epilogue of a tile: rows [b, e) plus elements [b, e) of r.
+// CHECK-LABEL: func.func @residual_epilogue
+// CHECK-SAME: %[[R:[^:]*]]: tensor<16xf32>, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: %[[PART:.*]] = tensor.extract_slice %[[R]][%[[B]]] [%[[N]]] [1]
+// CHECK: linalg.generic {{.*}} ins(%[[PART]] : tensor<?xf32>) outs(%[[Y]] : tensor<?xf32>)
+// CHECK: arith.addf
+func.func @residual_epilogue(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %r: tensor<16xf32>, %b: index, %e: index) -> tensor<?xf32> {
+  %y = quill.linear %x, %w residual %r : tensor<16xf32> tile[%b, %e] : tensor<8xf32>, tensor<16x8xf32> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
