@@ -101,7 +101,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
   std::string modelName = llvm::sys::path::stem(options.modelPath).str();
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(context, config, modelName);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(context, config, modelName,
+                                                     std::min<int64_t>(options.prefillTokens, config.seqLen));
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 
@@ -173,6 +174,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
                      std::vector<uint8_t>(targetText.begin(), targetText.end()));
   builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
   builder.addSection(SectionKind::Schedule, encodeSchedule(extracted->schedule));
+  if (extracted->prefill)
+    builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted->prefill));
   builder.addSection(SectionKind::KernelLibrary, library.take());
   builder.addSection(SectionKind::Weights, weights.take());
   return builder.write(options.outputPath);

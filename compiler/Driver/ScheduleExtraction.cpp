@@ -3,6 +3,8 @@
 
 #include "dialects/Quill/IR/QuillDialect.h"
 
+#include <algorithm>
+
 namespace quill {
 
 static ErrorOr<Binding> toBinding(mlir::quill::BindingAttr attr) {
@@ -14,6 +16,8 @@ static ErrorOr<Binding> toBinding(mlir::quill::BindingAttr attr) {
     b.space = MemorySpace::KVCache;
   else if (space == "scratch")
     b.space = MemorySpace::Scratch;
+  else if (space == "input")
+    b.space = MemorySpace::Input;
   else
     return Status::error(("unknown memory space '" + space + "'").str());
   b.offset = static_cast<uint64_t>(attr.getOffset());
@@ -21,13 +25,9 @@ static ErrorOr<Binding> toBinding(mlir::quill::BindingAttr attr) {
   return b;
 }
 
-ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
-  auto ops = module.getOps<mlir::quill::ScheduleOp>();
-  if (std::distance(ops.begin(), ops.end()) != 1)
-    return Status::error("expected exactly one quill.schedule after lowering");
-  mlir::quill::ScheduleOp op = *ops.begin();
-  ExtractedSchedule result;
-  Schedule &s = result.schedule;
+/// One quill.schedule op as the runtime's Schedule.
+static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
+  Schedule s;
   s.scratchBytes = op.getScratchBytes();
   s.kvBytes = op.getKvBytes();
   s.weightBytes = op.getWeightBytes();
@@ -35,24 +35,6 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
   if (!logits)
     return logits.status();
   s.logits = *logits;
-  for (mlir::NamedAttribute entry : op.getWeightOffsets())
-    result.weightOffsets[entry.getName().str()] =
-        mlir::cast<mlir::IntegerAttr>(entry.getValue()).getInt();
-
-  if (mlir::ArrayAttr packs = op.getWeightPacksAttr()) {
-    for (mlir::Attribute attr : packs) {
-      auto pack = mlir::cast<mlir::quill::WeightPackAttr>(attr);
-      WeightPack out;
-      out.offset = static_cast<uint64_t>(pack.getOffset());
-      if (pack.getLayout() != "concat" && pack.getLayout() != "interleave")
-        return Status::error(("unknown weight pack layout '" + pack.getLayout() + "'").str());
-      out.interleave = pack.getLayout() == "interleave";
-      for (mlir::Attribute part : pack.getParts())
-        out.parts.push_back(mlir::cast<mlir::StringAttr>(part).str());
-      result.weightPacks.push_back(std::move(out));
-    }
-  }
-
   std::map<std::string, uint32_t> kernelIndex;
   for (auto dispatch : op.getBody().getOps<mlir::quill::DispatchOp>()) {
     std::string name = dispatch.getKernel().str();
@@ -67,11 +49,60 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
       auto binding = toBinding(mlir::cast<mlir::quill::BindingAttr>(attr));
       if (!binding)
         return binding.status();
+      // The input buffer holds the chunk's token ids (int32).
+      if (binding->space == MemorySpace::Input) {
+        s.inputBytes = std::max(s.inputBytes, binding->offset + binding->bytes);
+        s.tokens = static_cast<int32_t>(s.inputBytes / sizeof(int32_t));
+      }
       d.bindings.push_back(*binding);
     }
     s.dispatches.push_back(std::move(d));
   }
-  op.erase();
+  return s;
+}
+
+ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
+  ExtractedSchedule result;
+  mlir::quill::ScheduleOp step, prefill;
+  for (auto op : llvm::make_early_inc_range(module.getOps<mlir::quill::ScheduleOp>())) {
+    if (op.getName() == "step" && !step)
+      step = op;
+    else if (op.getName() == "prefill" && !prefill)
+      prefill = op;
+    else
+      return Status::error(("unexpected quill.schedule \"" + op.getName() + "\"").str());
+  }
+  if (!step)
+    return Status::error("expected a quill.schedule \"step\" after lowering");
+  auto decode = readSchedule(step);
+  if (!decode)
+    return decode.status();
+  result.schedule = decode.take();
+  if (prefill) {
+    auto chunk = readSchedule(prefill);
+    if (!chunk)
+      return chunk.status();
+    result.prefill = chunk.take();
+  }
+  for (mlir::NamedAttribute entry : step.getWeightOffsets())
+    result.weightOffsets[entry.getName().str()] =
+        mlir::cast<mlir::IntegerAttr>(entry.getValue()).getInt();
+  if (mlir::ArrayAttr packs = step.getWeightPacksAttr()) {
+    for (mlir::Attribute attr : packs) {
+      auto pack = mlir::cast<mlir::quill::WeightPackAttr>(attr);
+      WeightPack out;
+      out.offset = static_cast<uint64_t>(pack.getOffset());
+      if (pack.getLayout() != "concat" && pack.getLayout() != "interleave")
+        return Status::error(("unknown weight pack layout '" + pack.getLayout() + "'").str());
+      out.interleave = pack.getLayout() == "interleave";
+      for (mlir::Attribute part : pack.getParts())
+        out.parts.push_back(mlir::cast<mlir::StringAttr>(part).str());
+      result.weightPacks.push_back(std::move(out));
+    }
+  }
+  step.erase();
+  if (prefill)
+    prefill.erase();
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,13 @@ struct WeightPack {
 };
 
 struct ExtractedSchedule {
-  Schedule schedule;
+  Schedule schedule;               ///< The decode step.
+  std::optional<Schedule> prefill; ///< The prefill step, when compiled.
   std::map<std::string, uint64_t> weightOffsets; ///< Name -> byte offset.
   std::vector<WeightPack> weightPacks;
 };
 
+/// Reads the schedules "step" and (when present) "prefill" and removes them.
 ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module);
 
 } // namespace quill

@@ -179,19 +179,19 @@ std::optional<SourceDType> convertibleType(uint32_t ggmlType) {
 
 const char *ggufTypeName(GgufType type) {
   static const char *const names[] = {
-      "uint8", "int8",  "uint16", "int16",  "uint32", "int32",  "float32",
-      "bool",  "string", "array", "uint64", "int64",  "float64"};
+      "uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+      "bool",  "string", "array",  "uint64", "int64",  "float64"};
   return uint32_t(type) < std::size(names) ? names[uint32_t(type)] : "unknown";
 }
 
 std::string ggmlTypeName(uint32_t type) {
   // ggml's type numbering (some numbers are retired and unused).
   static const char *const names[] = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",  "type 4", "type 5", "Q5_0",
-      "Q5_1",    "Q8_0",   "Q8_1",    "Q2_K",  "Q3_K",   "Q4_K",   "Q5_K",
-      "Q6_K",    "Q8_K",   "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
-      "IQ3_S",   "IQ2_S",  "IQ4_XS",  "I8",    "I16",    "I32",    "I64",
-      "F64",     "IQ1_M",  "BF16"};
+      "F32",   "F16",   "Q4_0",    "Q4_1",   "type 4",  "type 5", "Q5_0",
+      "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",   "Q5_K",
+      "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL",
+      "IQ3_S", "IQ2_S", "IQ4_XS",  "I8",     "I16",     "I32",    "I64",
+      "F64",   "IQ1_M", "BF16"};
   if (type < std::size(names))
     return names[type];
   return "type " + std::to_string(type);
@@ -339,19 +339,20 @@ Status GgufFile::parse() {
         return Status::error("tensor '" + t.name +
                              "' has a zero or overflowing dimension");
     if (t.offset % alignment_ != 0)
-      return Status::error("tensor '" + t.name + "' offset " +
-                           std::to_string(t.offset) +
-                           " is not a multiple of the alignment " +
-                           std::to_string(alignment_));
+      return Status::error(
+          "tensor '" + t.name + "' offset " + std::to_string(t.offset) +
+          " is not a multiple of the alignment " + std::to_string(alignment_));
     t.dtype = convertibleType(t.ggmlType);
     if (!t.dtype)
       continue; // Not readable by Quill; the importer says so if it is used.
     std::optional<uint64_t> bytes = dtypeBytes(*t.dtype, count);
-    if (!bytes || (*t.dtype == SourceDType::Q8_0 &&
-                   t.dims[0] % kQ8_0BlockElements != 0))
+    if (!bytes ||
+        (*t.dtype == SourceDType::Q8_0 && t.dims[0] % kQ8_0BlockElements != 0))
       return Status::error("tensor '" + t.name + "' of " +
-                           std::to_string(count) + " elements is not rows of "
-                           "whole " + ggmlTypeName(t.ggmlType) + " blocks");
+                           std::to_string(count) +
+                           " elements is not rows of "
+                           "whole " +
+                           ggmlTypeName(t.ggmlType) + " blocks");
     if (t.offset > dataBytes || *bytes > dataBytes - t.offset)
       return Status::error(
           "tensor '" + t.name + "' (" + std::to_string(*bytes) +

@@ -15,6 +15,7 @@
 #include "compiler/Import/Llama2cCheckpoint.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace quill {
 
@@ -22,9 +23,14 @@ namespace {
 
 /// GGUF's per-layer tensor names -> Quill's.
 const std::pair<const char *, const char *> kLayerTensors[] = {
-    {"attn_norm", "attention_norm"}, {"attn_q", "wq"},  {"attn_k", "wk"},
-    {"attn_v", "wv"},                {"attn_output", "wo"},
-    {"ffn_norm", "ffn_norm"},        {"ffn_gate", "w1"}, {"ffn_down", "w2"},
+    {"attn_norm", "attention_norm"},
+    {"attn_q", "wq"},
+    {"attn_k", "wk"},
+    {"attn_v", "wv"},
+    {"attn_output", "wo"},
+    {"ffn_norm", "ffn_norm"},
+    {"ffn_gate", "w1"},
+    {"ffn_down", "w2"},
     {"ffn_up", "w3"}};
 
 class GgufModel : public ModelSource {
@@ -134,12 +140,11 @@ Status GgufModel::readConfig() {
     const char *key;
     int32_t *field;
   };
-  for (auto [key, field] :
-       {IntField{"llama.embedding_length", &c.dim},
-        IntField{"llama.block_count", &c.nLayers},
-        IntField{"llama.feed_forward_length", &c.hiddenDim},
-        IntField{"llama.attention.head_count", &c.nHeads},
-        IntField{"llama.context_length", &c.seqLen}}) {
+  for (auto [key, field] : {IntField{"llama.embedding_length", &c.dim},
+                            IntField{"llama.block_count", &c.nLayers},
+                            IntField{"llama.feed_forward_length", &c.hiddenDim},
+                            IntField{"llama.attention.head_count", &c.nHeads},
+                            IntField{"llama.context_length", &c.seqLen}}) {
     auto v = intKey(key, std::nullopt);
     if (!v)
       return v.status();
@@ -174,29 +179,37 @@ Status GgufModel::readConfig() {
   c.normEps = *eps;
   if (!file_.find("llama.attention.layer_norm_rms_epsilon"))
     notes_.push_back("no llama.attention.layer_norm_rms_epsilon: using 1e-5");
-  auto bos = intKey("tokenizer.ggml.bos_token_id", 1);
-  auto eos = intKey("tokenizer.ggml.eos_token_id", 2);
-  if (!bos)
-    return bos.status();
-  if (!eos)
-    return eos.status();
-  c.bosId = *bos;
-  c.eosId = *eos;
+  // llama.cpp writes "no such token" as uint32 0xFFFFFFFF.
+  for (auto [key, field, fallback] :
+       {std::tuple{"tokenizer.ggml.bos_token_id", &c.bosId, 1},
+        std::tuple{"tokenizer.ggml.eos_token_id", &c.eosId, 2}}) {
+    const GgufValue *v = file_.find(key);
+    if (v && v->asInteger() == int64_t(0xFFFFFFFF)) {
+      *field = -1;
+      continue;
+    }
+    auto id = intKey(key, fallback);
+    if (!id)
+      return id.status();
+    *field = *id;
+  }
   if (!(c.ropeTheta > 0) || !(c.normEps > 0))
     return Status::error("rope.freq_base and layer_norm_rms_epsilon must be "
                          "positive");
   if (Status s = validateLlama2cConfig(c); !s)
     return Status::error("llama hyperparameters: " + s.message());
-  for (const char *key : {"llama.rope.dimension_count",
-                          "llama.attention.key_length",
-                          "llama.attention.value_length"}) {
+  for (const char *key :
+       {"llama.rope.dimension_count", "llama.attention.key_length",
+        "llama.attention.value_length"}) {
     auto v = intKey(key, c.headDim());
     if (!v)
       return v.status();
     if (*v != c.headDim())
       return Status::error(std::string("metadata '") + key + "' is " +
-                           std::to_string(*v) + ", but Quill's llama needs "
-                           "the head size " + std::to_string(c.headDim()));
+                           std::to_string(*v) +
+                           ", but Quill's llama needs "
+                           "the head size " +
+                           std::to_string(c.headDim()));
   }
   return Status::ok();
 }
@@ -223,17 +236,17 @@ Status GgufModel::load() {
     } else if (name.compare(0, 4, "blk.") == 0) {
       size_t dot = name.find('.', 4);
       std::string layer = name.substr(4, dot - 4);
-      bool numeric = !layer.empty() && layer.size() < 9 &&
-                     layer.find_first_not_of("0123456789") ==
-                         std::string::npos &&
-                     (layer.size() == 1 || layer[0] != '0');
+      bool numeric =
+          !layer.empty() && layer.size() < 9 &&
+          layer.find_first_not_of("0123456789") == std::string::npos &&
+          (layer.size() == 1 || layer[0] != '0');
       if (numeric && std::stoi(layer) < config_.nLayers &&
           dot != std::string::npos) {
         for (auto [gguf, quill] : kLayerTensors)
           if (name.compare(dot + 1, std::string::npos,
                            std::string(gguf) + ".weight") == 0)
-            canonical = "layers." + std::to_string(std::stoi(layer)) + "." +
-                        quill;
+            canonical =
+                "layers." + std::to_string(std::stoi(layer)) + "." + quill;
       }
     }
     if (canonical.empty())

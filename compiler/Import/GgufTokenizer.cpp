@@ -43,8 +43,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
   const bool sentencePiece = kind == "llama";
 
   const GgufValue *tokens = file.find("tokenizer.ggml.tokens");
-  if (!tokens || !tokens->asArray() ||
-      tokens->elementType != GgufType::String)
+  if (!tokens || !tokens->asArray() || tokens->elementType != GgufType::String)
     return fail("tokenizer.ggml.tokens is missing or not an array of "
                 "strings");
   const size_t count = tokens->elements.size();
@@ -144,8 +143,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
   data.preTokenizer = *steps;
 
   const GgufValue *merges = file.find("tokenizer.ggml.merges");
-  if (!merges || !merges->asArray() ||
-      merges->elementType != GgufType::String)
+  if (!merges || !merges->asArray() || merges->elementType != GgufType::String)
     return fail("tokenizer.ggml.merges is missing or not an array of "
                 "strings");
   std::unordered_map<std::string, int32_t> idOfText;

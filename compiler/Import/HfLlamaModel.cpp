@@ -26,10 +26,14 @@ namespace {
 
 /// Hugging Face's per-layer tensor names -> Quill's.
 const std::pair<const char *, const char *> kLayerTensors[] = {
-    {"self_attn.q_proj", "wq"},        {"self_attn.k_proj", "wk"},
-    {"self_attn.v_proj", "wv"},        {"self_attn.o_proj", "wo"},
-    {"mlp.gate_proj", "w1"},           {"mlp.down_proj", "w2"},
-    {"mlp.up_proj", "w3"},             {"input_layernorm", "attention_norm"},
+    {"self_attn.q_proj", "wq"},
+    {"self_attn.k_proj", "wk"},
+    {"self_attn.v_proj", "wv"},
+    {"self_attn.o_proj", "wo"},
+    {"mlp.gate_proj", "w1"},
+    {"mlp.down_proj", "w2"},
+    {"mlp.up_proj", "w3"},
+    {"input_layernorm", "attention_norm"},
     {"post_attention_layernorm", "ffn_norm"}};
 
 /// Reads config.json fields with the defaults of transformers' LlamaConfig.
@@ -131,8 +135,8 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
     return r.error("not a JSON object");
   const JsonValue *modelType = json.find("model_type");
   const JsonValue *architectures = json.find("architectures");
-  std::string type = modelType && modelType->asString() ? *modelType->asString()
-                                                        : "";
+  std::string type =
+      modelType && modelType->asString() ? *modelType->asString() : "";
   std::string declared;
   bool llamaClass = false;
   if (architectures && architectures->asArray())
@@ -141,8 +145,9 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
         declared += (declared.empty() ? "" : ", ") + *name;
         llamaClass |= *name == "LlamaForCausalLM";
       }
-  bool accepted = type.empty() ? llamaClass
-                               : type == "llama" && (declared.empty() || llamaClass);
+  bool accepted = type.empty()
+                      ? llamaClass
+                      : type == "llama" && (declared.empty() || llamaClass);
   if (!accepted)
     return r.error("unsupported architecture '" +
                    (declared.empty() ? type : declared) + "'" +
@@ -185,9 +190,9 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
   auto tied = r.boolean("tie_word_embeddings", false);
   auto bos = r.tokenId("bos_token_id", 1);
   auto eos = r.tokenId("eos_token_id", 2);
-  for (Status s : {kvHeads.status(), context.status(), vocab.status(),
-                   eps.status(), theta.status(), tied.status(), bos.status(),
-                   eos.status()})
+  for (Status s :
+       {kvHeads.status(), context.status(), vocab.status(), eps.status(),
+        theta.status(), tied.status(), bos.status(), eos.status()})
     if (!s)
       return s;
   c.nKvHeads = *kvHeads;
@@ -213,8 +218,7 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
 
 Status HfLlamaModel::openWeights(const std::string &weightsFile) {
   const fs::path dir(directory_);
-  const std::string indexPath =
-      (dir / "model.safetensors.index.json").string();
+  const std::string indexPath = (dir / "model.safetensors.index.json").string();
   std::error_code ignored;
   std::vector<std::string> names;
   std::map<std::string, std::string> shardOf; // tensor -> file name
@@ -244,9 +248,8 @@ Status HfLlamaModel::openWeights(const std::string &weightsFile) {
                              ? (dir / "model.safetensors").string()
                              : weightsFile;
     if (!fs::exists(single, ignored))
-      return Status::error(directory_ +
-                           ": no model.safetensors or "
-                           "model.safetensors.index.json");
+      return Status::error(directory_ + ": no model.safetensors or "
+                                        "model.safetensors.index.json");
     names.push_back(fs::path(single).filename().string());
     format_ = "Hugging Face safetensors, 1 file";
   }
@@ -269,8 +272,7 @@ Status HfLlamaModel::openWeights(const std::string &weightsFile) {
   for (const auto &[tensor, file] : shardOf)
     if (!fileOfTensor_.count(tensor))
       return Status::error((dir / file).string() + ": has no tensor '" +
-                           tensor + "', which " + indexPath +
-                           " places there");
+                           tensor + "', which " + indexPath + " places there");
   return Status::ok();
 }
 
@@ -320,10 +322,10 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
     } else if (name.compare(0, 13, "model.layers.") == 0) {
       size_t dot = name.find('.', 13);
       std::string layer = name.substr(13, dot - 13);
-      bool numeric = !layer.empty() && layer.size() < 9 &&
-                     layer.find_first_not_of("0123456789") ==
-                         std::string::npos &&
-                     (layer.size() == 1 || layer[0] != '0');
+      bool numeric =
+          !layer.empty() && layer.size() < 9 &&
+          layer.find_first_not_of("0123456789") == std::string::npos &&
+          (layer.size() == 1 || layer[0] != '0');
       if (numeric && dot != std::string::npos &&
           std::stoi(layer) < config_.nLayers) {
         std::string rest = name.substr(dot + 1);

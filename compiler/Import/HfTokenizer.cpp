@@ -271,15 +271,16 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
     if (Status s = addPreTokenizer(*preTokenizer, 0); !s)
       return s;
   const JsonValue *byteFallback = model_->find("byte_fallback");
-  const bool hasByteFallback = byteFallback && byteFallback->asBool() &&
-                               *byteFallback->asBool();
+  const bool hasByteFallback =
+      byteFallback && byteFallback->asBool() && *byteFallback->asBool();
   const size_t count = data_.pieces.size();
   for (int32_t *id : {&bosId, &eosId})
     if (*id >= int32_t(count))
       *id = -1;
   data_.bosId = bosId;
   data_.eosId = eosId;
-  if (const JsonValue *unk = model_->find("unk_token"); unk && unk->asString()) {
+  if (const JsonValue *unk = model_->find("unk_token");
+      unk && unk->asString()) {
     auto it = idOfText_.find(*unk->asString());
     data_.unkId = it != idOfText_.end() ? it->second : -1;
   }

@@ -141,7 +141,8 @@ private:
   }
 
   static std::string printable(char c) {
-    if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F)
+    if (static_cast<unsigned char>(c) >= 0x20 &&
+        static_cast<unsigned char>(c) < 0x7F)
       return std::string(1, c);
     char buffer[8];
     std::snprintf(buffer, sizeof buffer, "\\x%02X",
@@ -358,7 +359,8 @@ private:
     const char *first = text_.data() + start, *last = text_.data() + pos_;
     JsonNumber number;
     // from_chars ignores the locale; a range error leaves the value as is.
-    if (std::from_chars(first, last, number.value).ec == std::errc::invalid_argument) {
+    if (std::from_chars(first, last, number.value).ec ==
+        std::errc::invalid_argument) {
       fail("bad number");
       return {};
     }

@@ -50,12 +50,16 @@ public:
 
   /// The typed contents, or null when the value is of another kind.
   const bool *asBool() const { return std::get_if<bool>(&value_); }
-  const JsonNumber *asNumber() const { return std::get_if<JsonNumber>(&value_); }
+  const JsonNumber *asNumber() const {
+    return std::get_if<JsonNumber>(&value_);
+  }
   const std::string *asString() const {
     return std::get_if<std::string>(&value_);
   }
   const JsonArray *asArray() const { return std::get_if<JsonArray>(&value_); }
-  const JsonObject *asObject() const { return std::get_if<JsonObject>(&value_); }
+  const JsonObject *asObject() const {
+    return std::get_if<JsonObject>(&value_);
+  }
   /// The exact integer, when this is an integral number.
   std::optional<int64_t> asInteger() const;
 

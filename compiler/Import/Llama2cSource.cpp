@@ -14,8 +14,7 @@ public:
     auto checkpoint = Llama2cCheckpoint::open(path);
     if (!checkpoint)
       return checkpoint.status();
-    std::unique_ptr<Llama2cModel> model(
-        new Llama2cModel(checkpoint.take()));
+    std::unique_ptr<Llama2cModel> model(new Llama2cModel(checkpoint.take()));
     model->path_ = path;
     model->format_ = model->checkpoint_.formatVersion() == 1
                          ? "llama2.c version 1 (ak42), fp32"

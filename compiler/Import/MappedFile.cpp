@@ -29,8 +29,7 @@ ErrorOr<MappedFile> MappedFile::open(const std::string &path) {
   file.path_ = path;
   file.size_ = size_t(st.st_size);
   if (file.size_ > 0) {
-    void *mapping =
-        ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *mapping = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapping == MAP_FAILED) {
       int error = errno;
       ::close(fd);
@@ -43,7 +42,9 @@ ErrorOr<MappedFile> MappedFile::open(const std::string &path) {
   return ErrorOr<MappedFile>(std::move(file));
 }
 
-MappedFile::MappedFile(MappedFile &&other) noexcept { *this = std::move(other); }
+MappedFile::MappedFile(MappedFile &&other) noexcept {
+  *this = std::move(other);
+}
 
 MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
   if (this != &other) {

@@ -2,6 +2,7 @@
 // tensors against them, fp32 conversion, and --info.
 #include "compiler/Import/ModelSource.h"
 
+#include "compiler/Import/Diagnostics.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
 #include "compiler/Import/TokenizerImport.h"
 
@@ -139,7 +140,7 @@ void describeModel(const ModelSource &model,
   auto tokenizer = model.tokenizer();
   out << "tokenizer:    "
       << (tokenizer ? describeTokenizer(*tokenizer)
-                    : "none (" + tokenizer.message() + ")")
+                    : "none (" + oneLine(tokenizer.message()) + ")")
       << "\n";
   if (!tokenizerOverride.empty()) {
     auto given = loadTokenizerFile(tokenizerOverride, c);

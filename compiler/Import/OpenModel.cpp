@@ -1,4 +1,5 @@
 // openModel: telling a model's format from the path and the first bytes.
+#include "compiler/Import/Diagnostics.h"
 #include "compiler/Import/GgufFile.h"
 #include "compiler/Import/GgufModel.h"
 #include "compiler/Import/HfLlamaModel.h"
@@ -16,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace quill {
 
-ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path) {
+namespace {
+
+ErrorOr<std::unique_ptr<ModelSource>> openAnyFormat(const std::string &path) {
   std::error_code error;
   fs::file_status status = fs::status(path, error);
   if (error)
@@ -53,9 +56,8 @@ ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path) {
   uint64_t headerBytes = 0;
   if (got >= 8)
     std::memcpy(&headerBytes, head, 8);
-  const bool safetensors =
-      got >= 9 && headerBytes >= 2 && headerBytes <= fileBytes - 8 &&
-      head[8] == '{';
+  const bool safetensors = got >= 9 && headerBytes >= 2 &&
+                           headerBytes <= fileBytes - 8 && head[8] == '{';
   if (safetensors || fs::path(path).filename() == "config.json") {
     if (!besideConfig)
       return Status::error(path + ": a safetensors file needs config.json "
@@ -63,6 +65,15 @@ ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path) {
     return openHfLlamaModel(parent.string(), safetensors ? path : "", path);
   }
   return openLlama2cModel(path);
+}
+
+} // namespace
+
+ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path) {
+  auto model = openAnyFormat(path);
+  if (!model)
+    return oneLine(model.status());
+  return model;
 }
 
 } // namespace quill

@@ -13,9 +13,9 @@ namespace {
 /// Bytes per element of every safetensors dtype, 0 when unknown.
 uint64_t elementBytes(const std::string &dtype) {
   static const std::pair<const char *, uint64_t> sizes[] = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2},     {"BF16", 2},    {"I64", 8},
-      {"U64", 8}, {"I32", 4}, {"U32", 4},     {"I16", 2},     {"U16", 2},
-      {"I8", 1},  {"U8", 1},  {"BOOL", 1},    {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+      {"U64", 8}, {"I32", 4}, {"U32", 4},  {"I16", 2},     {"U16", 2},
+      {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   for (auto [name, size] : sizes)
     if (dtype == name)
       return size;
@@ -64,8 +64,7 @@ Status SafetensorsFile::parse() {
     return Status::error("truncated: the header needs " +
                          std::to_string(headerBytes) + " bytes, the file has " +
                          std::to_string(size - 8) + " after the length");
-  std::string_view text(reinterpret_cast<const char *>(bytes + 8),
-                        headerBytes);
+  std::string_view text(reinterpret_cast<const char *>(bytes + 8), headerBytes);
   auto header = parseJson(text, "safetensors header");
   if (!header)
     return header.status();
@@ -125,8 +124,8 @@ Status SafetensorsFile::parse() {
                  }() +
                  "] needs " + std::to_string(expected));
     if (uint64_t(*end) > dataBytes)
-      return bad("data_offsets end at " + std::to_string(*end) +
-                 ", past the " + std::to_string(dataBytes) +
+      return bad("data_offsets end at " + std::to_string(*end) + ", past the " +
+                 std::to_string(dataBytes) +
                  " data bytes: truncated or corrupt");
     t.sourceDType = convertible(t.dtype);
     t.data = bytes + dataStart + *begin;

@@ -2,6 +2,7 @@
 // tokenizer, padding to the vocabulary, and a final check by the runtime.
 #include "compiler/Import/TokenizerImport.h"
 
+#include "compiler/Import/Diagnostics.h"
 #include "compiler/Import/GgufFile.h"
 #include "compiler/Import/GgufTokenizer.h"
 #include "compiler/Import/HfTokenizer.h"
@@ -86,7 +87,8 @@ std::string describeTokenizer(const TokenizerData &data) {
     s = "byte-level BPE, " + std::to_string(data.merges.size()) +
         " merges, pre-tokenizer ";
     for (size_t i = 0; i < data.preTokenizer.size(); ++i)
-      s += (i ? "+" : "") + std::string(preTokenizeStepName(data.preTokenizer[i]));
+      s += (i ? "+" : "") +
+           std::string(preTokenizeStepName(data.preTokenizer[i]));
     if (data.preTokenizer.empty())
       s += "none";
   }
@@ -111,8 +113,10 @@ Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize,
   return Status::ok();
 }
 
-ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path,
-                                         const ModelConfig &config) {
+namespace {
+
+ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path,
+                                        const ModelConfig &config) {
   auto bytes = readBytes(path);
   if (!bytes)
     return bytes.status();
@@ -140,8 +144,7 @@ ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path,
 }
 
 ErrorOr<std::vector<uint8_t>>
-artifactTokenizerBytes(const ModelSource &model,
-                       const std::string &overridePath) {
+tokenizerBytesFor(const ModelSource &model, const std::string &overridePath) {
   const ModelConfig &config = model.config();
   std::vector<uint8_t> bytes;
   std::string source;
@@ -154,7 +157,7 @@ artifactTokenizerBytes(const ModelSource &model,
       // A tokenizer.bin or a Quill tokenizer: embedded as it is.
       bytes = raw.take();
     } else {
-      auto data = loadTokenizerFile(overridePath, config);
+      auto data = loadAnyTokenizer(overridePath, config);
       if (!data)
         return data.status();
       bytes = serializeTokenizer(*data);
@@ -170,6 +173,25 @@ artifactTokenizerBytes(const ModelSource &model,
   }
   if (Status s = checkWithRuntime(bytes, config.vocabSize, source); !s)
     return s;
+  return bytes;
+}
+
+} // namespace
+
+ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path,
+                                         const ModelConfig &config) {
+  auto data = loadAnyTokenizer(path, config);
+  if (!data)
+    return oneLine(data.status());
+  return data;
+}
+
+ErrorOr<std::vector<uint8_t>>
+artifactTokenizerBytes(const ModelSource &model,
+                       const std::string &overridePath) {
+  auto bytes = tokenizerBytesFor(model, overridePath);
+  if (!bytes)
+    return oneLine(bytes.status());
   return bytes;
 }
 

@@ -23,6 +23,8 @@ Artifact &Artifact::operator=(Artifact &&other) noexcept {
     size_ = other.size_;
     config_ = other.config_;
     schedule_ = std::move(other.schedule_);
+    prefill_ = std::move(other.prefill_);
+    hasPrefill_ = other.hasPrefill_;
     target_ = std::move(other.target_);
     tokenizer_ = other.tokenizer_;
     tokenizerSize_ = other.tokenizerSize_;
@@ -93,7 +95,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
     if (e.offset > a.size_ || e.size > a.size_ - e.offset)
       return fail("section " + std::to_string(i) + " lies outside the file");
-    if (e.kind >= 1 && e.kind <= 6) {
+    if (e.kind >= 1 && e.kind <= 7) {
       found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
       bool isWeights = e.kind == uint32_t(SectionKind::Weights);
       if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
@@ -126,6 +128,17 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   a.schedule_ = schedule.take();
   if (Status s = validateSchedule(a.schedule_, a.config_); !s)
     return fail(s.message());
+  if (section(SectionKind::PrefillSchedule, data, size)) {
+    auto prefill = decodeSchedule(data, size);
+    if (!prefill)
+      return fail("prefill " + prefill.message());
+    a.prefill_ = prefill.take();
+    a.hasPrefill_ = true;
+    if (Status s = validateSchedule(a.prefill_, a.config_); !s)
+      return fail("prefill " + s.message());
+    if (a.prefill_.kvBytes != a.schedule_.kvBytes || a.prefill_.weightBytes != a.schedule_.weightBytes)
+      return fail("the prefill and decode schedules disagree on the weights or the KV cache");
+  }
   if (section(SectionKind::Target, data, size))
     a.target_.assign(reinterpret_cast<const char *>(data), size);
   if (!section(SectionKind::Tokenizer, a.tokenizer_, a.tokenizerSize_))

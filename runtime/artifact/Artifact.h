@@ -25,6 +25,8 @@ public:
   const std::string &path() const { return path_; }
   const ModelConfig &config() const { return config_; }
   const Schedule &schedule() const { return schedule_; }
+  /// The prefill schedule (several tokens per run), when compiled in.
+  const Schedule *prefillSchedule() const { return hasPrefill_ ? &prefill_ : nullptr; }
   const std::string &target() const { return target_; }
   /// The llama2.c tokenizer bytes.
   const uint8_t *tokenizerData() const { return tokenizer_; }
@@ -44,6 +46,8 @@ private:
   size_t size_ = 0;
   ModelConfig config_;
   Schedule schedule_;
+  Schedule prefill_;
+  bool hasPrefill_ = false;
   std::string target_;
   const uint8_t *tokenizer_ = nullptr;
   size_t tokenizerSize_ = 0;

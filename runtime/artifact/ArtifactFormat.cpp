@@ -60,6 +60,8 @@ std::vector<uint8_t> encodeSchedule(const Schedule &s) {
   w.put<uint64_t>(s.scratchBytes);
   w.put<uint64_t>(s.kvBytes);
   w.put<uint64_t>(s.weightBytes);
+  w.put<uint64_t>(s.inputBytes);
+  w.put<int32_t>(s.tokens);
   putBinding(w, s.logits);
   w.put<uint32_t>(static_cast<uint32_t>(s.kernels.size()));
   for (const std::string &name : s.kernels)
@@ -82,6 +84,8 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
   s.scratchBytes = r.get<uint64_t>();
   s.kvBytes = r.get<uint64_t>();
   s.weightBytes = r.get<uint64_t>();
+  s.inputBytes = r.get<uint64_t>();
+  s.tokens = r.get<int32_t>();
   s.logits = getBinding(r);
   uint32_t kernelCount = r.get<uint32_t>();
   // Every entry takes at least 4 bytes: a corrupt count cannot make us
@@ -115,11 +119,15 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config) {
     uint64_t limit = b.space == MemorySpace::Weights   ? s.weightBytes
                      : b.space == MemorySpace::KVCache ? s.kvBytes
                      : b.space == MemorySpace::Scratch ? s.scratchBytes
+                     : b.space == MemorySpace::Input   ? s.inputBytes
                                                        : 0;
     return b.bytes > 0 && b.offset <= limit && b.bytes <= limit - b.offset;
   };
   if (s.dispatches.empty() || s.kernels.empty())
     return Status::error("schedule has no kernels");
+  if (s.tokens < 1 || s.tokens > config.seqLen ||
+      (s.tokens > 1 && s.inputBytes != uint64_t(s.tokens) * sizeof(int32_t)))
+    return Status::error("schedule's token count does not match its input");
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
     const Dispatch &d = s.dispatches[i];
     if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 ||

@@ -20,7 +20,7 @@
 namespace quill {
 
 constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
-constexpr uint32_t kArtifactVersion = 1;
+constexpr uint32_t kArtifactVersion = 2;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -30,6 +30,7 @@ enum class SectionKind : uint32_t {
   Schedule = 4,      ///< The step's dispatches and memory plan.
   Target = 5,        ///< Text: the CPU and features the kernels were built for.
   Weights = 6,       ///< The weight blob the schedule's offsets point into.
+  PrefillSchedule = 7, ///< Optional: the step over a chunk of tokens.
 };
 
 struct ArtifactHeader {
@@ -53,7 +54,7 @@ struct SectionEntry {
 static_assert(sizeof(SectionEntry) == 32);
 
 /// The runtime memory spaces a kernel argument can point into.
-enum class MemorySpace : uint32_t { Weights = 0, KVCache = 1, Scratch = 2 };
+enum class MemorySpace : uint32_t { Weights = 0, KVCache = 1, Scratch = 2, Input = 3 };
 
 /// A byte range of one memory space.
 struct Binding {
@@ -76,6 +77,8 @@ struct Schedule {
   uint64_t scratchBytes = 0;
   uint64_t kvBytes = 0;
   uint64_t weightBytes = 0;
+  uint64_t inputBytes = 0; ///< Token ids the runtime writes (prefill).
+  int32_t tokens = 1;      ///< Tokens one run of the schedule processes.
   Binding logits;
   std::vector<std::string> kernels; ///< Exported symbol names.
   std::vector<Dispatch> dispatches;

@@ -2,11 +2,13 @@
 #include "runtime/bench/ModelBench.h"
 
 #include "runtime/bench/MachineProbes.h"
+#include "runtime/device/FeedTokens.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 namespace quill {
 
@@ -46,10 +48,12 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
                          std::to_string(config.seqLen));
   KVCache &cache = device.kvCache();
   auto tokenAt = [&](int i) { return 3 + int32_t((uint64_t(i) * 2654435761u) % (config.vocabSize - 3)); };
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < promptTokens; ++i)
+    prompt.push_back(tokenAt(i));
   auto runPrompt = [&] {
     cache.clear();
-    for (int i = 0; i < promptTokens; ++i)
-      device.step(tokenAt(i), *cache.append());
+    (void)feedTokens(device, prompt.data(), promptTokens);
   };
   runPrompt(); // Warm-up: weights paged in, caches and branch predictors primed.
 

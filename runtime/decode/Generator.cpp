@@ -1,6 +1,8 @@
 // The decode loop.
 #include "runtime/decode/Generator.h"
 
+#include "runtime/device/FeedTokens.h"
+
 #include "runtime/decode/StopMatcher.h"
 
 #include <chrono>
@@ -32,17 +34,15 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
     return Status::error("the prompt has " + std::to_string(promptLength) +
                          " tokens but the model's context holds " + std::to_string(config_.seqLen));
 
-  // Prefill: every prompt position writes its keys and values once.
+  // Prefill: every prompt position writes its keys and values once, in
+  // chunks of tokens where the artifact has a prefill step.
   KVCache &cache = device_.kvCache();
   cache.clear();
   auto start = Clock::now();
-  for (int32_t token : result.promptTokens) {
-    auto pos = cache.append();
-    if (!pos)
-      return pos.status();
-    device_.step(token, *pos);
+  if (Status s = feedTokens(device_, result.promptTokens.data(), promptLength); !s)
+    return s;
+  for (int32_t token : result.promptTokens)
     sampler_.accept(token);
-  }
   auto decodeStart = Clock::now();
   result.prefillSeconds = seconds(start, decodeStart);
 

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -27,7 +28,7 @@ std::string requiredFeatures(const std::string &target) {
 CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena)
     : artifact_(artifact), library_(std::move(library)), arena_(arena),
       kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen),
-      scratch_(nullptr, std::free) {}
+      scratch_(nullptr, std::free), input_(nullptr, std::free) {}
 
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
@@ -39,30 +40,55 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
     return library.status();
   std::unique_ptr<CpuDevice> device(new CpuDevice(artifact, library.take(), arena));
 
-  const Schedule &schedule = artifact.schedule();
-  uint64_t scratchBytes = (std::max<uint64_t>(schedule.scratchBytes, 64) + 63) / 64 * 64;
+  // One scratch buffer serves both schedules: they never run at once.
+  const Schedule *prefill = artifact.prefillSchedule();
+  uint64_t scratchBytes = artifact.schedule().scratchBytes;
+  if (prefill)
+    scratchBytes = std::max(scratchBytes, prefill->scratchBytes);
+  scratchBytes = (std::max<uint64_t>(scratchBytes, 64) + 63) / 64 * 64;
   device->scratch_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, scratchBytes)));
   if (!device->scratch_)
     return Status::error("cannot allocate " + std::to_string(scratchBytes) + " bytes of scratch");
   std::memset(device->scratch_.get(), 0, scratchBytes);
+  if (prefill) {
+    uint64_t inputBytes = (std::max<uint64_t>(prefill->inputBytes, 64) + 63) / 64 * 64;
+    device->input_.reset(static_cast<int32_t *>(std::aligned_alloc(64, inputBytes)));
+    if (!device->input_)
+      return Status::error("cannot allocate the prefill input buffer");
+    std::memset(device->input_.get(), 0, inputBytes);
+    device->prefillChunk_ = prefill->tokens;
+  }
 
+  if (Status s = device->resolve(artifact.schedule(), device->launches_, device->stepLogits_); !s)
+    return s;
+  if (prefill)
+    if (Status s = device->resolve(*prefill, device->prefillLaunches_, device->prefillLogits_); !s)
+      return s;
+  device->logits_ = device->stepLogits_;
+  return device;
+}
+
+Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
+                          const float *&logits) {
   auto address = [&](const Binding &b) -> void * {
     switch (b.space) {
     case MemorySpace::Weights:
       // Kernels only read weights; the mapping is read-only besides.
-      return const_cast<uint8_t *>(artifact.weights()) + b.offset;
+      return const_cast<uint8_t *>(artifact_.weights()) + b.offset;
     case MemorySpace::KVCache:
-      return static_cast<uint8_t *>(device->kvCache_.data()) + b.offset;
+      return static_cast<uint8_t *>(kvCache_.data()) + b.offset;
     case MemorySpace::Scratch:
-      return device->scratch_.get() + b.offset;
+      return scratch_.get() + b.offset;
+    case MemorySpace::Input:
+      return reinterpret_cast<uint8_t *>(input_.get()) + b.offset;
     }
     return nullptr;
   };
   std::vector<KernelFn> kernels;
   for (const std::string &name : schedule.kernels) {
-    auto kernel = device->library_.lookup(name);
+    auto kernel = library_.lookup(name);
     if (!kernel)
-      return Status::error(artifact.path() + ": " + kernel.message());
+      return Status::error(artifact_.path() + ": " + kernel.message());
     kernels.push_back(*kernel);
   }
   for (const Dispatch &d : schedule.dispatches) {
@@ -73,14 +99,14 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
       touched += b.bytes;
     }
     launch.parallel = d.work > d.grain && touched >= kParallelBytes;
-    device->launches_.push_back(std::move(launch));
+    launches.push_back(std::move(launch));
   }
-  device->logits_ = reinterpret_cast<const float *>(address(schedule.logits));
-  return device;
+  logits = reinterpret_cast<const float *>(address(schedule.logits));
+  return Status::ok();
 }
 
-void CpuDevice::step(int32_t token, int32_t pos) {
-  for (const Launch &launch : launches_) {
+void CpuDevice::run(const std::vector<Launch> &launches, int32_t token, int32_t pos) {
+  for (const Launch &launch : launches) {
     void *const *args = launch.pointers.data();
     if (!launch.parallel || arena_.max_concurrency() == 1) {
       launch.kernel(args, token, pos, 0, launch.work);
@@ -99,6 +125,17 @@ void CpuDevice::step(int32_t token, int32_t pos) {
   }
 }
 
+void CpuDevice::step(int32_t token, int32_t pos) {
+  run(launches_, token, pos);
+  logits_ = stepLogits_;
+}
+
+void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
+  std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
+  run(prefillLaunches_, /*token=*/0, pos);
+  logits_ = prefillLogits_;
+}
+
 std::string CpuDevice::describe() const {
   const Schedule &s = artifact_.schedule();
   size_t parallel = 0;
@@ -106,8 +143,10 @@ std::string CpuDevice::describe() const {
     parallel += launch.parallel;
   return "device: cpu, " + std::to_string(arena_.max_concurrency()) + " thread(s), " +
          std::to_string(s.kernels.size()) + " kernels, " + std::to_string(s.dispatches.size()) +
-         " dispatches per step (" + std::to_string(parallel) + " split across threads), target " +
-         artifact_.target();
+         " dispatches per step (" + std::to_string(parallel) + " split across threads), " +
+         (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
+                        : std::string("no prefill step")) +
+         ", target " + artifact_.target();
 }
 
 } // namespace quill

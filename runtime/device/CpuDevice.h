@@ -22,6 +22,8 @@ public:
 
   const char *name() const override { return "cpu"; }
   void step(int32_t token, int32_t pos) override;
+  int32_t prefillChunk() const override { return prefillChunk_; }
+  void prefill(const int32_t *tokens, int32_t pos) override;
   const float *logits() const override { return logits_; }
   KVCache &kvCache() override { return kvCache_; }
   std::string describe() const override;
@@ -36,14 +38,21 @@ private:
   };
 
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
+  /// Resolves a schedule's dispatches into launches (pointers computed once).
+  Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits);
+  /// Runs launches in order; large ones split across the arena.
+  void run(const std::vector<Launch> &launches, int32_t token, int32_t pos);
 
   const Artifact &artifact_;
   KernelLibrary library_;
   tbb::task_arena &arena_;
   KVCache kvCache_;
   std::unique_ptr<uint8_t, void (*)(void *)> scratch_;
-  std::vector<Launch> launches_;
-  const float *logits_ = nullptr;
+  std::unique_ptr<int32_t, void (*)(void *)> input_; ///< A prefill chunk's token ids.
+  std::vector<Launch> launches_, prefillLaunches_;
+  const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr;
+  const float *logits_ = nullptr; ///< Of whichever ran last.
+  int32_t prefillChunk_ = 0;
 };
 
 } // namespace quill

@@ -18,6 +18,12 @@ public:
   /// Runs the compiled step for `token` at position `pos`: writes that
   /// position's keys and values into the cache and computes the logits.
   virtual void step(int32_t token, int32_t pos) = 0;
+  /// Tokens one prefill() call processes; 0 when the artifact has no
+  /// prefill step (prompts then go through step() one token at a time).
+  virtual int32_t prefillChunk() const { return 0; }
+  /// Runs prefillChunk() tokens at positions pos .. pos + chunk - 1 in one
+  /// pass over the weights; the logits are then those of the last token.
+  virtual void prefill(const int32_t *tokens, int32_t pos) { (void)tokens, (void)pos; }
   /// The logits of the last step: one float per vocabulary entry, valid until
   /// the next step.
   virtual const float *logits() const = 0;

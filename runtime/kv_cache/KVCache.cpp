@@ -19,10 +19,12 @@ KVCache::KVCache(uint64_t bytes, int32_t capacity) : bytes_(bytes), capacity_(ca
   memory_.reset(memory);
 }
 
-ErrorOr<int32_t> KVCache::append() {
-  if (length_ >= capacity_)
+ErrorOr<int32_t> KVCache::append(int32_t count) {
+  if (count < 1 || count > capacity_ - length_)
     return Status::error("the KV cache is full (" + std::to_string(capacity_) + " positions)");
-  return length_++;
+  int32_t first = length_;
+  length_ += count;
+  return first;
 }
 
 void KVCache::truncate(int32_t n) { length_ = std::clamp(n, 0, length_); }

@@ -25,8 +25,9 @@ public:
   /// Positions filled so far.
   int32_t length() const { return length_; }
 
-  /// Claims the next position for a step to write; fails when full.
-  ErrorOr<int32_t> append();
+  /// Claims the next `count` positions for a step to write and returns the
+  /// first; fails when they do not fit.
+  ErrorOr<int32_t> append(int32_t count = 1);
   /// Forgets positions [n, length); their rows are overwritten by later appends.
   void truncate(int32_t n);
   /// Forgets every position (a new sequence).

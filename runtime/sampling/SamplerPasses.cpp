@@ -57,6 +57,8 @@ std::string TopPPass::describe() const {
   return "top-p(" + formatParam(p_) + ")";
 }
 
+TopPPass::TopPPass(float p) : p_(p), bucketMass_(kProbabilityBuckets, 0.0) {}
+
 void TopPPass::apply(Candidates &c, SamplerContext &ctx) {
   if (!(p_ < 1.0f) || c.size <= 1)
     return;
@@ -119,8 +121,6 @@ void TopPPass::apply(Candidates &c, SamplerContext &ctx) {
   if (c.size != sizeBefore)
     c.probsValid = false;
 }
-
-TopPPass::TopPPass(float p) : p_(p), bucketMass_(kProbabilityBuckets, 0.0) {}
 
 int32_t TopPPass::sortNucleusCandidates(Candidates &c) {
   Candidate *data = c.data;

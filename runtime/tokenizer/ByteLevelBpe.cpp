@@ -88,8 +88,7 @@ ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data,
       return Status::error(where + "merge " + std::to_string(rank) +
                            " makes a piece that is not in the vocabulary");
     // The first (highest-priority) rank of a repeated pair wins.
-    bpe.merges_.emplace(pairKey(left, right),
-                        Merge{int32_t(rank), it->second});
+    bpe.merges_.emplace(pairKey(left, right), Merge{int32_t(rank), it->second});
   }
   for (size_t id = 0; id < data.pieces.size(); ++id) {
     TokenType type = data.types[id];
@@ -99,9 +98,10 @@ ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data,
       bpe.added_[uint8_t(piece[0])].emplace_back(piece, int32_t(id));
   }
   for (auto &list : bpe.added_)
-    std::stable_sort(list.begin(), list.end(), [](const auto &a, const auto &b) {
-      return a.first.size() > b.first.size();
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const auto &a, const auto &b) {
+                       return a.first.size() > b.first.size();
+                     });
   return bpe;
 }
 

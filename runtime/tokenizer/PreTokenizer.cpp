@@ -143,8 +143,9 @@ void splitWith(std::string_view text, PreTokenizeStep step,
     size_t end;
     switch (step) {
     case PreTokenizeStep::SplitDigits:
-      end = isNumber(s[i]) ? i + 1
-                           : runEnd(s, i, [](uint32_t c) { return !isNumber(c); });
+      end = isNumber(s[i])
+                ? i + 1
+                : runEnd(s, i, [](uint32_t c) { return !isNumber(c); });
       break;
     case PreTokenizeStep::Gpt2:
       end = gpt2MatchEnd(s, i);

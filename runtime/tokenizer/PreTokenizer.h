@@ -17,7 +17,8 @@ enum class PreTokenizeStep : uint32_t {
   /// `Digits` with individual_digits, as SmolLM uses).
   SplitDigits = 1,
   /// GPT-2's pattern:
-  ///   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  ///   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
+  ///   ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
   Gpt2 = 2,
   /// Llama 3's pattern:
   ///   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|

@@ -92,7 +92,7 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
     if (data.llama2cLayout) {
       // run.c: byte b is token b + 3, whatever that piece is.
       id = kFirstByteToken + b < int32_t(count) ? kFirstByteToken + b
-                                                 : tok.unkId_;
+                                                : tok.unkId_;
     } else {
       auto it = tok.idOfPiece_.find(bytePiece(b));
       id = it != tok.idOfPiece_.end() ? it->second : tok.unkId_;

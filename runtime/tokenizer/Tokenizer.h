@@ -46,11 +46,11 @@ public:
   static ErrorOr<Tokenizer> fromData(TokenizerData data,
                                      const std::string &sourceName);
 
-  /// SentencePiece kind: encodes text exactly as llama2.c run.c's encode(): optional BOS, a " "
-  /// dummy prefix when text is non-empty, one token per UTF-8 codepoint
-  /// (falling back to <0xNN> byte tokens), then repeated merging of the
-  /// adjacent pair whose concatenation is the highest-scoring vocab piece
-  /// (leftmost pair on ties), and an optional EOS.
+  /// SentencePiece kind: encodes text exactly as llama2.c run.c's encode():
+  /// optional BOS, a " " dummy prefix when text is non-empty, one token per
+  /// UTF-8 codepoint (falling back to <0xNN> byte tokens), then repeated
+  /// merging of the adjacent pair whose concatenation is the highest-scoring
+  /// vocab piece (leftmost pair on ties), and an optional EOS.
   ///
   /// Deliberate differences, only reachable on inputs where run.c has
   /// undefined behaviour: text is taken as bytes (an embedded NUL is encoded

@@ -87,11 +87,13 @@ ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size,
     out.pieces.emplace_back(reinterpret_cast<const char *>(data + offset),
                             static_cast<size_t>(len));
     out.scores.push_back(score);
-    bool isByte = id >= kLlama2cFirstByteToken &&
-                  id < kLlama2cFirstByteToken + 256;
-    out.types.push_back(id < kLlama2cFirstByteToken
-                            ? (id == 0 ? TokenType::Unknown : TokenType::Control)
-                            : isByte ? TokenType::Byte : TokenType::Normal);
+    bool isByte =
+        id >= kLlama2cFirstByteToken && id < kLlama2cFirstByteToken + 256;
+    out.types.push_back(
+        id < kLlama2cFirstByteToken
+            ? (id == 0 ? TokenType::Unknown : TokenType::Control)
+        : isByte ? TokenType::Byte
+                 : TokenType::Normal);
     offset += static_cast<size_t>(len);
   }
   return out;
@@ -221,8 +223,7 @@ std::vector<uint8_t> serializeTokenizer(const TokenizerData &data) {
   for (size_t id = 0; id < pieces.size(); ++id) {
     out.put<float>(data.scores[id]);
     out.put<int32_t>(int32_t(pieces[id].size()));
-    out.bytes().insert(out.bytes().end(), pieces[id].begin(),
-                       pieces[id].end());
+    out.bytes().insert(out.bytes().end(), pieces[id].begin(), pieces[id].end());
   }
   return std::move(out.bytes());
 }

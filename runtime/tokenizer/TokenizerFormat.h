@@ -64,8 +64,8 @@ constexpr uint32_t kKnownTokenizerFlags = 7;
 struct TokenizerData {
   TokenizerKind kind = TokenizerKind::SentencePieceBpe;
   std::vector<std::string> pieces;
-  std::vector<float> scores;     ///< One per piece (0 for byte-level).
-  std::vector<TokenType> types;  ///< One per piece.
+  std::vector<float> scores;    ///< One per piece (0 for byte-level).
+  std::vector<TokenType> types; ///< One per piece.
   int32_t bosId = -1, eosId = -1, unkId = -1;
   uint32_t flags = 0;
   /// Byte-level only: (left, right) token ids, highest priority first; the

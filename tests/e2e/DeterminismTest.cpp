@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 namespace quill::test {
 namespace {
@@ -29,6 +30,26 @@ TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
               0)
         << "position " << pos;
   }
+}
+
+TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
+  ModelConfig c;
+  c.dim = 512, c.hiddenDim = 1376, c.nLayers = 2, c.nHeads = 8, c.nKvHeads = 4;
+  c.vocabSize = 4096, c.seqLen = 64, c.sharedClassifier = false;
+  std::string artifact = compileArtifact(synthesizeModel(c, "det-prefill"),
+                                         syntheticTokenizer(4096), "det-prefill");
+  ASSERT_FALSE(artifact.empty());
+  LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
+  ASSERT_TRUE(one.device && two.device);
+  int32_t chunk = one.device->prefillChunk();
+  ASSERT_GT(chunk, 0);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < chunk; ++i)
+    tokens.push_back((i * 131 + 1) % c.vocabSize);
+  one.device->prefill(tokens.data(), *one.device->kvCache().append(chunk));
+  two.device->prefill(tokens.data(), *two.device->kvCache().append(chunk));
+  EXPECT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
+            0);
 }
 
 TEST(Determinism, SeededSamplingGivesTheSameTokensForAnyThreadCount) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace quill::test {
 namespace {
@@ -47,6 +48,70 @@ void expectParity(const std::string &model, const std::string &tokenizer, const 
     ASSERT_LE(diff, 1e-4) << name << ": logits differ at position " << pos;
   }
   ::testing::Test::RecordProperty("worst_relative_difference", std::to_string(worst));
+}
+
+ModelConfig shape(int dim, int hidden, int layers, int heads, int kvHeads, int vocab, int context,
+                  bool shared);
+
+/// The prefill step (T tokens per pass) against the reference: the logits
+/// after each chunk, then decode steps reading the cache the chunks wrote.
+void expectPrefillParity(const std::string &model, const std::string &tokenizer,
+                         const std::string &name, int threads, const std::string &flags = "") {
+  std::string artifact = compileArtifact(model, tokenizer, name, flags);
+  ASSERT_FALSE(artifact.empty());
+  LoadedArtifact loaded = load(artifact, threads);
+  ASSERT_TRUE(loaded.device);
+  const int32_t chunk = loaded.device->prefillChunk();
+  ASSERT_GT(chunk, 0) << "the artifact has no prefill step";
+  auto reference = ReferenceModel::load(model);
+  ASSERT_TRUE(reference.isOk()) << reference.message();
+  const ModelConfig &config = reference->config();
+  std::vector<int32_t> tokens;
+  uint64_t state = 777;
+  for (int i = 0; i < 2 * chunk + 6 && i < config.seqLen; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    tokens.push_back(i == 0 ? 1 : int32_t((state >> 33) % uint64_t(config.vocabSize)));
+  }
+  std::vector<float> expected;
+  KVCache &cache = loaded.device->kvCache();
+  int pos = 0;
+  for (; pos + chunk <= int(tokens.size()) && pos + chunk <= 2 * chunk; pos += chunk) {
+    loaded.device->prefill(tokens.data() + pos, *cache.append(chunk));
+    for (int i = pos; i < pos + chunk; ++i)
+      expected = reference->forward(tokens[i], i);
+    double diff = relativeDifference(loaded.device->logits(), expected);
+    ASSERT_LE(diff, 1e-4) << name << ": logits differ after the prefill chunk ending at "
+                          << pos + chunk - 1;
+  }
+  for (; pos < int(tokens.size()); ++pos) {
+    loaded.device->step(tokens[pos], *cache.append());
+    expected = reference->forward(tokens[pos], pos);
+    ASSERT_LE(relativeDifference(loaded.device->logits(), expected), 1e-4)
+        << name << ": decode after prefill differs at position " << pos;
+  }
+}
+
+TEST(PrefillParity, Stories260K) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  expectPrefillParity(model, sharedModel("stories260K/tok512.bin"), "prefill-stories", 2);
+}
+
+TEST(PrefillParity, GroupedQueryAttentionOddWidthsSeparateClassifier) {
+  ModelConfig c = shape(200, 520, 2, 10, 2, 512, 64, false);
+  expectPrefillParity(synthesizeModel(c, "prefill-odd"), syntheticTokenizer(512), "prefill-odd", 2,
+                      "--prefill-chunk 12");
+}
+
+TEST(PrefillParity, BlockedMatMulSplitAcrossThreadsAndAvx2) {
+  // Widths that are multiples of 16: the register-tiled matmul; large
+  // enough to be split across threads.
+  ModelConfig c = shape(512, 1376, 2, 8, 4, 4096, 80, false);
+  std::string model = synthesizeModel(c, "prefill-split");
+  expectPrefillParity(model, syntheticTokenizer(4096), "prefill-split", 2);
+  expectPrefillParity(model, syntheticTokenizer(4096), "prefill-split-avx2", 1,
+                      "--cpu x86-64-v3 --prefill-chunk 16");
 }
 
 TEST(LogitsParity, Stories260K) {

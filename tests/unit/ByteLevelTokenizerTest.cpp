@@ -132,8 +132,8 @@ TEST(TokenizerFormat, VersionedRoundTrip) {
   std::vector<uint8_t> bytes = serializeTokenizer(d);
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "QUILLTOK");
-  auto back = parseTokenizer(bytes.data(), bytes.size(),
-                             int32_t(d.pieces.size()), "t");
+  auto back =
+      parseTokenizer(bytes.data(), bytes.size(), int32_t(d.pieces.size()), "t");
   ASSERT_TRUE(back.isOk()) << back.message();
   EXPECT_EQ(back->pieces, d.pieces);
   EXPECT_EQ(back->merges, d.merges);
@@ -186,7 +186,8 @@ TEST(TokenizerFormat, BitFlipsNeverCrash) {
     auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 269, "flip");
     if (!tok.isOk())
       continue;
-    for (int32_t id : tok->encode("hello world <|end|> 12\xC3\xA9", true, true)) {
+    for (int32_t id :
+         tok->encode("hello world <|end|> 12\xC3\xA9", true, true)) {
       ASSERT_GE(id, 0);
       ASSERT_LT(id, 269);
       (void)tok->decode(0, id);

@@ -2,10 +2,12 @@
 #include "ModelWriters.h"
 
 #include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/ModelSource.h"
 #include "compiler/Import/SyntheticModel.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -207,9 +209,8 @@ TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed,
     int64_t count = 1;
     for (int64_t d : block.shape)
       count *= d;
-    std::vector<float> values(size_t(count));
-    fillSyntheticTensor(block.name, block.shape, seed, 0, values.data(),
-                        count);
+    std::vector<float> values(static_cast<size_t>(count));
+    fillSyntheticTensor(block.name, block.shape, seed, 0, values.data(), count);
     for (float &v : values)
       v = round(v);
     tensors[block.name] = std::move(values);
@@ -244,6 +245,245 @@ std::vector<float> permuteToRotateHalf(const std::vector<float> &values,
   return out;
 }
 
+SmallByteLevelVocab smallByteLevelVocab() {
+  SmallByteLevelVocab v;
+  for (int b = 0; b < 256; ++b)
+    v.pieces.push_back(std::string(1, char(b)));
+  for (const char *p : {"he", "ll", "hell", "hello", " w", "or", " wor", "ld",
+                        " world", "<|end|>", "<|bos|>", "el", "hlo"})
+    v.pieces.push_back(p);
+  v.merges = {{"h", "e"},     {"l", "l"}, {"he", "ll"}, {"hell", "o"},
+              {" ", "w"},     {"o", "r"}, {" w", "or"}, {"l", "d"},
+              {" wor", "ld"}, {"e", "l"}};
+  v.controlIds = {265, 266};
+  return v;
+}
+
+namespace {
+
+const std::pair<const char *, const char *> kLayerNames[] = {
+    // Quill, GGUF, Hugging Face.
+    {"attention_norm", "attn_norm"},
+    {"wq", "attn_q"},
+    {"wk", "attn_k"},
+    {"wv", "attn_v"},
+    {"wo", "attn_output"},
+    {"ffn_norm", "ffn_norm"},
+    {"w1", "ffn_gate"},
+    {"w2", "ffn_down"},
+    {"w3", "ffn_up"}};
+const char *const kHfLayerNames[] = {
+    "input_layernorm",  "self_attn.q_proj", "self_attn.k_proj",
+    "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+    "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
+
+/// (layer, index into kLayerNames) of a per-layer canonical name.
+bool splitLayerName(const std::string &canonical, std::string &layer,
+                    size_t &kind) {
+  size_t dot = canonical.find('.', 7);
+  if (canonical.compare(0, 7, "layers.") != 0 || dot == std::string::npos)
+    return false;
+  layer = canonical.substr(7, dot - 7);
+  for (kind = 0; kind < std::size(kLayerNames); ++kind)
+    if (canonical.substr(dot + 1) == kLayerNames[kind].first)
+      return true;
+  return false;
+}
+
+} // namespace
+
+std::string ggufTensorName(const std::string &canonical) {
+  if (canonical == "tok_embeddings")
+    return "token_embd.weight";
+  if (canonical == "norm")
+    return "output_norm.weight";
+  if (canonical == "output")
+    return "output.weight";
+  std::string layer;
+  size_t kind;
+  if (!splitLayerName(canonical, layer, kind))
+    return canonical;
+  return "blk." + layer + "." + kLayerNames[kind].second + ".weight";
+}
+
+std::string hfTensorName(const std::string &canonical) {
+  if (canonical == "tok_embeddings")
+    return "model.embed_tokens.weight";
+  if (canonical == "norm")
+    return "model.norm.weight";
+  if (canonical == "output")
+    return "lm_head.weight";
+  std::string layer;
+  size_t kind;
+  if (!splitLayerName(canonical, layer, kind))
+    return canonical;
+  return "model.layers." + layer + "." + kHfLayerNames[kind] + ".weight";
+}
+
+EncodedTensor encodeTensor(const std::vector<float> &values,
+                           const std::string &dtype) {
+  EncodedTensor t;
+  if (dtype == "Q8_0") {
+    t.bytes = quantizeQ8_0(values, &t.stored);
+  } else if (dtype == "F16") {
+    t.bytes = f16Bytes(values);
+    for (float x : values)
+      t.stored.push_back(fromF16Bits(toF16Bits(x)));
+  } else if (dtype == "BF16") {
+    t.bytes = bf16Bytes(values);
+    for (float x : values)
+      t.stored.push_back(fromBf16Bits(toBf16Bits(x)));
+  } else {
+    t.bytes = f32Bytes(values);
+    t.stored = values;
+  }
+  return t;
+}
+
+std::vector<uint8_t>
+llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
+               const std::string &matrixType, uint32_t version,
+               TensorMap *stored,
+               const std::function<void(GgufWriter &)> &extra) {
+  GgufWriter w(version);
+  w.addString("general.architecture", "llama");
+  w.addU32("llama.embedding_length", uint32_t(c.dim));
+  w.addU32("llama.block_count", uint32_t(c.nLayers));
+  w.addU32("llama.feed_forward_length", uint32_t(c.hiddenDim));
+  w.addU32("llama.attention.head_count", uint32_t(c.nHeads));
+  w.addU32("llama.attention.head_count_kv", uint32_t(c.nKvHeads));
+  w.addU32("llama.context_length", uint32_t(c.seqLen));
+  w.addF32("llama.rope.freq_base", c.ropeTheta);
+  w.addF32("llama.attention.layer_norm_rms_epsilon", c.normEps);
+  w.addU32("llama.rope.dimension_count", uint32_t(c.headDim()));
+  if (extra)
+    extra(w);
+  const uint32_t type = matrixType == "F16"    ? kGgmlF16
+                        : matrixType == "BF16" ? kGgmlBF16
+                        : matrixType == "Q8_0" ? kGgmlQ8_0
+                                               : kGgmlF32;
+  for (const std::string &name : llama2cCanonicalNames(c)) {
+    std::vector<int64_t> shape = canonicalShape(c, name);
+    bool norm = shape.size() == 1;
+    EncodedTensor t = encodeTensor(values.at(name), norm ? "F32" : matrixType);
+    w.addTensor(ggufTensorName(name),
+                std::vector<uint64_t>(shape.rbegin(), shape.rend()),
+                norm ? kGgmlF32 : type, std::move(t.bytes));
+    if (stored)
+      (*stored)[name] = std::move(t.stored);
+  }
+  return w.bytes();
+}
+
+std::string hfConfigJson(const ModelConfig &c, const std::string &extra) {
+  std::string s = "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n"
+                  "  \"model_type\": \"llama\",\n";
+  auto field = [&](const char *key, const std::string &value) {
+    s += std::string("  \"") + key + "\": " + value + ",\n";
+  };
+  char number[64];
+  field("hidden_size", std::to_string(c.dim));
+  field("intermediate_size", std::to_string(c.hiddenDim));
+  field("num_hidden_layers", std::to_string(c.nLayers));
+  field("num_attention_heads", std::to_string(c.nHeads));
+  field("num_key_value_heads", std::to_string(c.nKvHeads));
+  field("vocab_size", std::to_string(c.vocabSize));
+  field("max_position_embeddings", std::to_string(c.seqLen));
+  std::snprintf(number, sizeof number, "%.9g", double(c.normEps));
+  field("rms_norm_eps", number);
+  std::snprintf(number, sizeof number, "%.9g", double(c.ropeTheta));
+  field("rope_theta", number);
+  field("hidden_act", "\"silu\"");
+  field("rope_scaling", "null");
+  field("bos_token_id", std::to_string(c.bosId));
+  field("eos_token_id", std::to_string(c.eosId));
+  s += extra;
+  s += "  \"tie_word_embeddings\": " +
+       std::string(c.sharedClassifier ? "true" : "false") + "\n}\n";
+  return s;
+}
+
+std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c,
+                                          const TensorMap &values,
+                                          const std::string &dtype,
+                                          TensorMap *stored) {
+  std::vector<SafetensorSpec> specs;
+  for (const std::string &name : llama2cCanonicalNames(c)) {
+    std::vector<int64_t> shape = canonicalShape(c, name);
+    EncodedTensor t = encodeTensor(values.at(name), dtype);
+    bool qk =
+        name.size() > 3 && (name.compare(name.size() - 3, 3, ".wq") == 0 ||
+                            name.compare(name.size() - 3, 3, ".wk") == 0);
+    if (qk) // Stored rotate-half; the encoding is per element, so permuting
+            // the values and re-encoding gives the permuted bytes.
+      t.bytes = encodeTensor(permuteToRotateHalf(values.at(name), shape[0],
+                                                 shape[1], c.headDim()),
+                             dtype)
+                    .bytes;
+    specs.push_back({hfTensorName(name), dtype, shape, std::move(t.bytes)});
+    if (stored)
+      (*stored)[name] = std::move(t.stored);
+  }
+  return specs;
+}
+
+void writeHfCheckpoint(const std::string &dir, const ModelConfig &c,
+                       const std::vector<SafetensorSpec> &specs, int shards,
+                       const std::string &extraConfig) {
+  writeText(dir + "/config.json", hfConfigJson(c, extraConfig));
+  if (shards <= 1) {
+    writeBytes(dir + "/model.safetensors", safetensorsBytes(specs));
+    return;
+  }
+  std::string index = "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {";
+  bool first = true;
+  for (int s = 0; s < shards; ++s) {
+    std::vector<SafetensorSpec> part;
+    char file[64];
+    std::snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", s + 1,
+                  shards);
+    for (size_t i = size_t(s); i < specs.size(); i += size_t(shards)) {
+      part.push_back(specs[i]);
+      index += std::string(first ? "" : ", ") + "\"" + specs[i].name +
+               "\": \"" + file + "\"";
+      first = false;
+    }
+    writeBytes(dir + "/" + file, safetensorsBytes(part));
+  }
+  writeText(dir + "/model.safetensors.index.json", index + "}}");
+}
+
+std::string gpt2Printable(const std::string &bytes) {
+  static const std::vector<uint32_t> table = [] {
+    std::vector<int> printable;
+    for (int b = '!'; b <= '~'; ++b)
+      printable.push_back(b);
+    for (int b = 0xA1; b <= 0xAC; ++b)
+      printable.push_back(b);
+    for (int b = 0xAE; b <= 0xFF; ++b)
+      printable.push_back(b);
+    std::vector<uint32_t> t(256);
+    for (int b : printable)
+      t[b] = uint32_t(b);
+    uint32_t n = 0;
+    for (int b = 0; b < 256; ++b)
+      if (std::find(printable.begin(), printable.end(), b) == printable.end())
+        t[b] = 256 + n++;
+    return t;
+  }();
+  std::string out;
+  for (unsigned char b : bytes) {
+    uint32_t cp = table[b];
+    if (cp < 0x80) {
+      out += char(cp);
+    } else {
+      out += char(0xC0 | (cp >> 6));
+      out += char(0x80 | (cp & 0x3F));
+    }
+  }
+  return out;
+}
+
 std::vector<uint8_t> f32Bytes(const std::vector<float> &values) {
   ByteBuilder b;
   for (float v : values)
@@ -271,6 +511,10 @@ std::vector<uint8_t> readBytes(const std::string &path) {
 }
 
 void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
+  // A fresh file rather than a truncated one: ext4 flushes a file rewritten
+  // after truncation on close, which makes loops over thousands of variants
+  // wait on the disk.
+  std::remove(path.c_str());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char *>(bytes.data()),
             std::streamsize(bytes.size()));

@@ -6,6 +6,7 @@
 #include "runtime/artifact/ModelConfig.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,11 +49,27 @@ std::vector<uint8_t> quantizeQ8_0(const std::vector<float> &values,
 
 /// GGUF value types and ggml tensor types used by the tests.
 enum GgufValueType : uint32_t {
-  kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray,
-  kU64, kI64, kF64
+  kU8 = 0,
+  kI8,
+  kU16,
+  kI16,
+  kU32,
+  kI32,
+  kF32,
+  kBool,
+  kString,
+  kArray,
+  kU64,
+  kI64,
+  kF64
 };
-enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ8_0 = 8,
-                           kGgmlQ4_K = 12, kGgmlBF16 = 30 };
+enum GgmlType : uint32_t {
+  kGgmlF32 = 0,
+  kGgmlF16 = 1,
+  kGgmlQ8_0 = 8,
+  kGgmlQ4_K = 12,
+  kGgmlBF16 = 30
+};
 
 /// Assembles a GGUF file.
 class GgufWriter {
@@ -95,7 +112,8 @@ struct SafetensorSpec {
   std::vector<uint8_t> data;
 };
 /// A safetensors file holding `tensors` back to back in the given order.
-std::vector<uint8_t> safetensorsBytes(const std::vector<SafetensorSpec> &tensors);
+std::vector<uint8_t>
+safetensorsBytes(const std::vector<SafetensorSpec> &tensors);
 /// The same with a hand-written header (for lying headers) and data.
 std::vector<uint8_t> safetensorsBytes(const std::string &header,
                                       const std::vector<uint8_t> &data);
@@ -118,6 +136,63 @@ void writeLlama2cV1(const std::string &path, const ModelConfig &config,
 std::vector<float> permuteToRotateHalf(const std::vector<float> &values,
                                        int64_t rows, int64_t cols,
                                        int64_t headDim);
+
+/// The byte-level vocabulary the tokenizer tests share (raw bytes): ids
+/// 0-255 the single bytes, then 256 "he", 257 "ll", 258 "hell", 259 "hello",
+/// 260 " w", 261 "or", 262 " wor", 263 "ld", 264 " world", 265 "<|end|>"
+/// and 266 "<|bos|>" (control tokens), 267 "el", 268 "hlo"; merges by rank:
+/// h+e, l+l, he+ll, hell+o, ' '+w, o+r, ' 'w+or, l+d, ' 'wor+ld, e+l.
+/// Hand-worked ids: "hello world" -> 259 264; "hel" -> 256 'l'.
+struct SmallByteLevelVocab {
+  std::vector<std::string> pieces;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<int> controlIds;
+};
+SmallByteLevelVocab smallByteLevelVocab();
+
+/// GGUF's and Hugging Face's names for a canonical tensor name.
+std::string ggufTensorName(const std::string &canonical);
+std::string hfTensorName(const std::string &canonical);
+
+/// `values` encoded as `dtype` ("F32", "F16", "BF16", "Q8_0"), and the fp32
+/// values the encoding stands for (what an importer must give back).
+struct EncodedTensor {
+  std::vector<uint8_t> bytes;
+  std::vector<float> stored;
+};
+EncodedTensor encodeTensor(const std::vector<float> &values,
+                           const std::string &dtype);
+
+/// A llama GGUF of `values`: hyperparameters from `c`, matrices and the
+/// embedding as `matrixType`, norms F32 (as llama.cpp stores them), and
+/// `extra` metadata (a tokenizer, overrides). `stored` receives the values
+/// import must return, by canonical name.
+std::vector<uint8_t>
+llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
+               const std::string &matrixType, uint32_t version,
+               TensorMap *stored,
+               const std::function<void(GgufWriter &)> &extra = {});
+
+/// config.json for `c` (LlamaForCausalLM), with `extra` raw JSON members
+/// inserted before the last one (a repeated key overrides: the reader keeps
+/// the last).
+std::string hfConfigJson(const ModelConfig &c, const std::string &extra = "");
+/// The tensors of `values` as a Hugging Face checkpoint stores them: HF
+/// names, Q/K rows in rotate-half order, values in `dtype` ("F32", "F16",
+/// "BF16"). `stored` receives what import must return (Quill's layout).
+std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c,
+                                          const TensorMap &values,
+                                          const std::string &dtype,
+                                          TensorMap *stored);
+/// Writes config.json and model.safetensors into `dir`, or `shards` files
+/// named model-0000i-of-0000n.safetensors with model.safetensors.index.json.
+void writeHfCheckpoint(const std::string &dir, const ModelConfig &c,
+                       const std::vector<SafetensorSpec> &specs, int shards = 1,
+                       const std::string &extraConfig = "");
+
+/// Raw bytes in GPT-2's printable spelling, built as GPT-2's bytes_to_unicode
+/// defines it (the printable bytes first, then 256 + n for the rest).
+std::string gpt2Printable(const std::string &bytes);
 
 /// Little-endian bytes of fp32, F16 or BF16 values.
 std::vector<uint8_t> f32Bytes(const std::vector<float> &values);

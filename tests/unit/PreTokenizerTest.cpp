@@ -36,15 +36,15 @@ TEST(Unicode, Classes) {
   EXPECT_TRUE(isUnicodeLetter('Z'));
   EXPECT_FALSE(isUnicodeLetter('@'));
   EXPECT_FALSE(isUnicodeLetter('['));
-  EXPECT_TRUE(isUnicodeLetter(0xE9));   // é
-  EXPECT_FALSE(isUnicodeLetter(0xD7));  // ×
-  EXPECT_TRUE(isUnicodeLetter(0x4E2D)); // 中
-  EXPECT_TRUE(isUnicodeLetter(0x3B1));  // α
+  EXPECT_TRUE(isUnicodeLetter(0xE9));     // é
+  EXPECT_FALSE(isUnicodeLetter(0xD7));    // ×
+  EXPECT_TRUE(isUnicodeLetter(0x4E2D));   // 中
+  EXPECT_TRUE(isUnicodeLetter(0x3B1));    // α
   EXPECT_FALSE(isUnicodeLetter(0x1F642)); // 🙂
   EXPECT_TRUE(isUnicodeNumber('7'));
-  EXPECT_TRUE(isUnicodeNumber(0x0663));  // Arabic-Indic three
-  EXPECT_TRUE(isUnicodeNumber(0x00BD));  // ½ (No)
-  EXPECT_TRUE(isUnicodeNumber(0x2167));  // Ⅷ (Nl)
+  EXPECT_TRUE(isUnicodeNumber(0x0663)); // Arabic-Indic three
+  EXPECT_TRUE(isUnicodeNumber(0x00BD)); // ½ (No)
+  EXPECT_TRUE(isUnicodeNumber(0x2167)); // Ⅷ (Nl)
   EXPECT_FALSE(isUnicodeNumber('x'));
   EXPECT_TRUE(isUnicodeWhiteSpace(' '));
   EXPECT_TRUE(isUnicodeWhiteSpace('\n'));
@@ -124,19 +124,31 @@ TEST(PreTokenizer, Llama3NewlinesAndPunctuation) {
 }
 
 TEST(PreTokenizer, DigitsThenGpt2AsSmolLM) {
-  EXPECT_EQ(split("abc123 d", {PreTokenizeStep::SplitDigits,
-                               PreTokenizeStep::Gpt2}),
-            Pieces({"abc", "1", "2", "3", " d"}));
-  EXPECT_EQ(split("a 12", {PreTokenizeStep::SplitDigits,
-                           PreTokenizeStep::Gpt2}),
-            Pieces({"a", " ", "1", "2"}));
+  EXPECT_EQ(
+      split("abc123 d", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
+      Pieces({"abc", "1", "2", "3", " d"}));
+  EXPECT_EQ(
+      split("a 12", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
+      Pieces({"a", " ", "1", "2"}));
 }
 
 TEST(PreTokenizer, PiecesAlwaysCoverTheTextExactly) {
   std::mt19937 rng(77);
-  const std::string alphabet[] = {"a", "Z", "1", " ", "\n", "\r", "'", "s",
-                                  "!", "\xC3\xA9", "\xE4\xB8\xAD", "\xFF",
-                                  "\x80", "\t", "\xF0\x9F\x99\x82"};
+  const std::string alphabet[] = {"a",
+                                  "Z",
+                                  "1",
+                                  " ",
+                                  "\n",
+                                  "\r",
+                                  "'",
+                                  "s",
+                                  "!",
+                                  "\xC3\xA9",
+                                  "\xE4\xB8\xAD",
+                                  "\xFF",
+                                  "\x80",
+                                  "\t",
+                                  "\xF0\x9F\x99\x82"};
   for (int round = 0; round < 300; ++round) {
     std::string text;
     for (int i = int(rng() % 24); i > 0; --i)

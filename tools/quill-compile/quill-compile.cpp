@@ -46,6 +46,9 @@ int main(int argc, char **argv) {
       "disable-fusion", cl::CommaSeparated,
       cl::desc("Switch off fusion passes (gate-up, qkv, residual), for A/B comparisons"),
       cl::value_desc("name,..."), cl::cat(category));
+  cl::opt<int64_t> prefillChunk(
+      "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
+      cl::init(32), cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -75,6 +78,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.pipeline.matvecGrain = grain;
+  if (prefillChunk < 0 || prefillChunk % 4 != 0) {
+    llvm::errs() << "quill-compile: --prefill-chunk must be a non-negative multiple of 4\n";
+    return 1;
+  }
+  options.prefillTokens = prefillChunk;
   const auto &known = quill::fusionNames();
   for (const std::string &name : disabledFusions) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {

@@ -4,7 +4,9 @@
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
 #include <limits>
@@ -21,30 +23,73 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     PatternRewriter &b = rewriter;
+    // Kv heads [begin, end).
+    OpFoldResult begin = b.getIndexAttr(0), units = b.getIndexAttr(op.getNumKvHeads());
+    if (op.isTiled()) {
+      begin = op.getTile()[0];
+      units = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
+    }
+    auto queryType = op.getQuery().getType();
+    if (queryType.getRank() == 1) {
+      Value flat = attendOne(b, loc, op, op.getQuery(), op.getPos(), begin, units);
+      rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
+      return success();
+    }
+    // T query rows: row t is at position pos + t and sees positions 0..pos+t
+    // (causal); one query at a time, into row t of the result.
+    int64_t rows = queryType.getDimSize(0), width = queryType.getDimSize(1);
+    int64_t rowWidth = width / op.getNumKvHeads(); // Per kv head.
+    // Static when untiled, so the per-row results keep static types.
+    OpFoldResult outWidth;
+    if (auto fixed = getConstantIntValue(units))
+      outWidth = b.getIndexAttr(*fixed * rowWidth);
+    else
+      outWidth = arith::MulIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, units),
+                                       arith::ConstantIndexOp::create(b, loc, rowWidth))
+                     .getResult();
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows), outWidth}, b.getF32Type());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, arith::ConstantIndexOp::create(b, loc, rows), one, ValueRange{init},
+        [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
+          Value query = tensor::ExtractSliceOp::create(
+              nb, l, RankedTensorType::get({width}, nb.getF32Type()), op.getQuery(),
+              ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value position = arith::AddIOp::create(nb, l, op.getPos(), t);
+          Value flat = attendOne(nb, l, op, query, position, begin, units);
+          Value out = tensor::InsertSliceOp::create(
+              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), outWidth},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          scf::YieldOp::create(nb, l, ValueRange{out});
+        });
+    rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+    return success();
+  }
+
+  /// One query vector at `pos` over cached positions 0..pos, kv heads
+  /// [begin, begin + units): the flattened [units, group, head_dim] output.
+  static Value attendOne(OpBuilder &b, Location loc, AttentionOp op, Value queryVector, Value pos,
+                         OpFoldResult begin, OpFoldResult units) {
+    MLIRContext *ctx = b.getContext();
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
     const int64_t context = op.getKeys().getType().getDimSize(0);
     auto f32 = b.getF32Type();
     auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
-
-    // Kv heads [begin, end) and cached positions [0, pos].
-    OpFoldResult begin = index(0), units = index(kvHeads);
-    if (op.isTiled()) {
-      begin = op.getTile()[0];
-      units = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
-    }
     OpFoldResult positions =
-        arith::AddIOp::create(b, loc, op.getPos(),
-                              arith::ConstantIndexOp::create(b, loc, 1))
-            .getResult();
+        arith::AddIOp::create(b, loc, pos, arith::ConstantIndexOp::create(b, loc, 1)).getResult();
 
     // Views: q as [kv head, group, d]; caches as [position, kv head, d].
     Value query = tensor::ExpandShapeOp::create(
         b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
-        op.getQuery(), SmallVector<ReassociationIndices>{{0, 1, 2}});
+        queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) {
       Value view = tensor::ExpandShapeOp::create(
           b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
@@ -130,10 +175,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
           Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
           return arith::AddFOp::create(nb, l, args[2], product, fastMath);
         });
-    Value flat = tensor::CollapseShapeOp::create(
-        b, loc, out, SmallVector<ReassociationIndices>{{0, 1, 2}});
-    rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
-    return success();
+    return tensor::CollapseShapeOp::create(b, loc, out,
+                                           SmallVector<ReassociationIndices>{{0, 1, 2}});
   }
 };
 

@@ -45,7 +45,8 @@ struct LowerSwiGLU : OpRewritePattern<SwiGLUOp> {
 };
 
 /// Each output element reads its pair (x[2j], x[2j+1]) and rotates it by
-/// pos / theta^(d / head_dim), d = 2j mod head_dim.
+/// p / theta^(d / head_dim), d = 2j mod head_dim, where p is pos (one
+/// vector) or pos + t (row t of [T, width]).
 struct LowerRoPE : OpRewritePattern<RoPEOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -62,7 +63,15 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
             Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), index);
             return arith::SIToFPOp::create(b, l, b.getF32Type(), i64).getResult();
           };
-          Value i = linalg::IndexOp::create(b, l, 0);
+          unsigned rank = op.getType().getRank();
+          Value i = linalg::IndexOp::create(b, l, rank - 1);
+          Value position = pos;
+          SmallVector<Value> row;
+          if (rank == 2) {
+            Value t = linalg::IndexOp::create(b, l, 0);
+            position = arith::AddIOp::create(b, l, pos, t);
+            row.push_back(t);
+          }
           Value two = arith::ConstantIndexOp::create(b, l, 2);
           Value parity = arith::RemUIOp::create(b, l, i, two);
           Value first = arith::SubIOp::create(b, l, i, parity);
@@ -74,11 +83,14 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
                                               f32Constant(b, l, float(headDim)));
           Value power = math::PowFOp::create(b, l, f32Constant(b, l, theta), ratio);
           Value freq = arith::DivFOp::create(b, l, f32Constant(b, l, 1.0f), power);
-          Value angle = arith::MulFOp::create(b, l, toF32(pos), freq);
+          Value angle = arith::MulFOp::create(b, l, toF32(position), freq);
           Value cos = math::CosOp::create(b, l, angle);
           Value sin = math::SinOp::create(b, l, angle);
-          Value v0 = tensor::ExtractOp::create(b, l, input, ValueRange{first});
-          Value v1 = tensor::ExtractOp::create(b, l, input, ValueRange{second});
+          SmallVector<Value> at0(row), at1(row);
+          at0.push_back(first);
+          at1.push_back(second);
+          Value v0 = tensor::ExtractOp::create(b, l, input, at0);
+          Value v1 = tensor::ExtractOp::create(b, l, input, at1);
           Value even = arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, v0, cos),
                                              arith::MulFOp::create(b, l, v1, sin));
           Value odd = arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, v0, sin),

@@ -133,6 +133,100 @@ Value blockedMatVec(OpBuilder &b, Location loc, Value weight, Value input, Value
   return rows.getResult(0);
 }
 
+constexpr int64_t kTokenBlock = 4; ///< Token rows per register tile of a matmul.
+constexpr int64_t kMatMulRows = 4;  ///< Weight rows per register tile of a matmul.
+
+/// out[t, r] = sum_k X[t, k] * W[r, k] over all of `weight`'s rows.
+Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value init) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr t, r, k;
+  bindDims(ctx, t, r, k);
+  auto fastMath = reductionFastMath(b);
+  return buildGeneric(
+      b, loc, ValueRange{input, weight},
+      linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+          ->getResult(0),
+      {AffineMap::get(3, 0, {t, k}, ctx), AffineMap::get(3, 0, {r, k}, ctx),
+       AffineMap::get(3, 0, {t, r}, ctx)},
+      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
+        return arith::AddFOp::create(nb, l, args[2], product, fastMath);
+      });
+}
+
+/// Rows [first, first + blocks * kMatMulRows) of W times T token rows of X,
+/// into columns [0, blocks * kMatMulRows) of `init` ([T, rows]): register
+/// tiles of kTokenBlock tokens x kMatMulRows weight rows, each a vector of
+/// kLanes partial sums carried through the loop over the width. Each weight
+/// row is read from memory once per chunk of T tokens: the prefill's gain.
+Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value first,
+                    Value blocks, Value init) {
+  int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  auto f32 = b.getF32Type();
+  auto lanes = VectorType::get({kLanes}, f32);
+  auto fastMath = reductionFastMath(b);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value padding = f32Constant(b, loc, 0.0f);
+  Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes, 0.0f));
+  SmallVector<bool> inBounds = {true};
+  auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, l, v);
+  };
+  auto rowBlocks = scf::ForOp::create(
+      b, loc, zero, blocks, one, ValueRange{init},
+      [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
+        Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, kMatMulRows));
+        Value row = arith::AddIOp::create(nb, l, first, column);
+        auto tokenBlocks = scf::ForOp::create(
+            nb, l, zero, constant(nb, l, tokens / kTokenBlock), one, ValueRange{rowCarried[0]},
+            [&](OpBuilder &tb, Location tl, Value tokenBlock, ValueRange carried) {
+              Value token0 = arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, kTokenBlock));
+              SmallVector<Value> tokenIndex, rowIndex;
+              for (int64_t i = 0; i < kTokenBlock; ++i)
+                tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, constant(tb, tl, i)));
+              for (int64_t j = 0; j < kMatMulRows; ++j)
+                rowIndex.push_back(arith::AddIOp::create(tb, tl, row, constant(tb, tl, j)));
+              SmallVector<Value> accInit(kTokenBlock * kMatMulRows, zeros);
+              auto steps = scf::ForOp::create(
+                  tb, tl, zero, constant(tb, tl, width / kLanes), one, accInit,
+                  [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
+                    Value k = arith::MulIOp::create(ib, il, step, constant(ib, il, kLanes));
+                    SmallVector<Value> x, w, next;
+                    for (int64_t i = 0; i < kTokenBlock; ++i)
+                      x.push_back(vector::TransferReadOp::create(
+                          ib, il, lanes, input, ValueRange{tokenIndex[i], k}, padding, inBounds));
+                    for (int64_t j = 0; j < kMatMulRows; ++j)
+                      w.push_back(vector::TransferReadOp::create(
+                          ib, il, lanes, weight, ValueRange{rowIndex[j], k}, padding, inBounds));
+                    for (int64_t i = 0; i < kTokenBlock; ++i)
+                      for (int64_t j = 0; j < kMatMulRows; ++j)
+                        next.push_back(vector::FMAOp::create(ib, il, lanes, w[j], x[i],
+                                                             acc[i * kMatMulRows + j]));
+                    scf::YieldOp::create(ib, il, next);
+                  });
+              Value out = carried[0];
+              for (int64_t i = 0; i < kTokenBlock; ++i) {
+                SmallVector<Value> sums;
+                for (int64_t j = 0; j < kMatMulRows; ++j)
+                  sums.push_back(vector::ReductionOp::create(
+                      tb, tl, vector::CombiningKind::ADD, steps.getResult(i * kMatMulRows + j),
+                      Value(), fastMath.getValue()));
+                Value tile = vector::FromElementsOp::create(
+                    tb, tl, VectorType::get({kMatMulRows}, f32), sums);
+                out = vector::TransferWriteOp::create(tb, tl, tile, out,
+                                                      ValueRange{tokenIndex[i], column}, inBounds)
+                          .getResult();
+              }
+              scf::YieldOp::create(tb, tl, ValueRange{out});
+            });
+        scf::YieldOp::create(nb, l, ValueRange{tokenBlocks.getResult(0)});
+      });
+  return rowBlocks.getResult(0);
+}
+
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
@@ -155,29 +249,52 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     OpFoldResult rowCount = mulIndex(b, loc, outputs, perOutput);
     // With an epilogue the rows are an intermediate: they go to a fixed-size
     // (stack) buffer instead of the kernel's output.
-    Value result = matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                              /*intermediate=*/op.getSwiglu());
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    bool rows = inputType.getRank() == 2; // T token rows: a matmul.
+    int64_t tokens = rows ? inputType.getDimSize(0) : 1;
+    Value result = rows ? matMulRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
+                                     op.getSwiglu())
+                        : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
+                                     /*intermediate=*/op.getSwiglu());
     if (op.getSwiglu()) {
       // Rows alternate gate and up: output i = silu(row 2i) * row 2i+1.
       Value raw = result;
       Value two = arith::ConstantIndexOp::create(b, loc, 2);
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{outputs}, b.getF32Type());
+      SmallVector<OpFoldResult> shape;
+      if (rows)
+        shape.push_back(b.getIndexAttr(tokens));
+      shape.push_back(outputs);
+      Value init = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
       result = buildElementwise(b, loc, ValueRange{}, init,
                                 [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-                                  Value i = linalg::IndexOp::create(nb, l, 0);
+                                  Value i = linalg::IndexOp::create(nb, l, rows ? 1 : 0);
                                   Value g = arith::MulIOp::create(nb, l, i, two);
                                   Value u = arith::AddIOp::create(nb, l, g, one);
-                                  return swigluScalar(
-                                      nb, l, tensor::ExtractOp::create(nb, l, raw, ValueRange{g}),
-                                      tensor::ExtractOp::create(nb, l, raw, ValueRange{u}));
+                                  SmallVector<Value> at, atUp;
+                                  if (rows) {
+                                    Value t = linalg::IndexOp::create(nb, l, 0);
+                                    at.push_back(t);
+                                    atUp.push_back(t);
+                                  }
+                                  at.push_back(g);
+                                  atUp.push_back(u);
+                                  return swigluScalar(nb, l, tensor::ExtractOp::create(nb, l, raw, at),
+                                                      tensor::ExtractOp::create(nb, l, raw, atUp));
                                 });
     }
     if (Value residual = op.getResidual()) {
       // The residual connection: this op's outputs plus the same elements of r.
-      Value part = tensor::ExtractSliceOp::create(
-          b, loc, residual, ArrayRef<OpFoldResult>{first}, ArrayRef<OpFoldResult>{outputs},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      Value part =
+          rows ? tensor::ExtractSliceOp::create(
+                     b, loc, residual, ArrayRef<OpFoldResult>{b.getIndexAttr(0), first},
+                     ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), outputs},
+                     ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
+                     .getResult()
+               : tensor::ExtractSliceOp::create(b, loc, residual, ArrayRef<OpFoldResult>{first},
+                                                ArrayRef<OpFoldResult>{outputs},
+                                                ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
+                     .getResult();
       result = buildElementwise(b, loc, ValueRange{part}, result,
                                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
                                   return arith::AddFOp::create(nb, l, args[0], args[1]);
@@ -188,6 +305,45 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
   }
 
 private:
+  /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
+  /// where the shapes allow, the leftover weight rows with a plain generic.
+  static Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
+                          bool intermediate) {
+    int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
+      return tensor::ExtractSliceOp::create(
+                 b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
+          .getResult();
+    };
+    auto emptyRows = [&](OpFoldResult count) -> Value {
+      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), count},
+                                     b.getF32Type());
+    };
+    Value init = intermediate ? scratchSlice(b, loc, {tokens, weightRows},
+                                             {b.getIndexAttr(tokens), rows}, std::nullopt)
+                              : emptyRows(rows);
+    if (width % kLanes != 0 || tokens % kTokenBlock != 0)
+      return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
+    OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
+    OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
+    Value result = blockedMatMul(b, loc, weight, input,
+                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                                 getValueOrCreateConstantIndexOp(b, loc, blocks), init);
+    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+    if (getConstantIntValue(tailRows) == 0)
+      return result;
+    Value tail = rowByRowMatMul(b, loc, sliceRows(addIndex(b, loc, firstRow, blocked), tailRows),
+                                input, emptyRows(tailRows));
+    return tensor::InsertSliceOp::create(
+        b, loc, tail, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), blocked},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), tailRows},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
   /// W[firstRow : firstRow + rowCount] @ x: in row blocks where the width
   /// allows, the leftover rows one at a time.
   static Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,

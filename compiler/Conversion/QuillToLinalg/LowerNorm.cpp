@@ -1,5 +1,6 @@
-// quill.rmsnorm -> a sum-of-squares reduction, a scalar scale, and a scaled
-// elementwise product (the order of llama2.c's rmsnorm).
+// quill.rmsnorm -> a sum-of-squares reduction per row, a per-row scale, and a
+// scaled elementwise product (the order of llama2.c's rmsnorm). Works on one
+// vector or on T rows ([T, width]) alike.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -17,37 +18,51 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
   LogicalResult matchAndRewrite(RMSNormOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    int64_t size = op.getType().getDimSize(0);
+    auto type = op.getType();
+    unsigned rank = type.getRank();
+    int64_t width = type.getDimSize(rank - 1);
     auto fastMath = reductionFastMath(rewriter);
+    // Leading dims (none for one vector, [T] for rows), and the maps that
+    // drop the width.
+    SmallVector<int64_t> rowShape(type.getShape().drop_back());
+    SmallVector<AffineExpr> rowDims;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      rowDims.push_back(getAffineDimExpr(i, ctx));
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap toRow = AffineMap::get(rank, 0, rowDims, ctx);
+    AffineMap toWidth = AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, ctx)}, ctx);
+    SmallVector<utils::IteratorType> reduceLast(rank, utils::IteratorType::parallel);
+    reduceLast.back() = utils::IteratorType::reduction;
 
-    // sum(x^2) into a 0-d tensor.
-    Value init = filledTensor(rewriter, loc, {}, 0.0f);
-    AffineExpr i = getAffineDimExpr(0, ctx);
-    Value sumTensor = buildGeneric(
-        rewriter, loc, ValueRange{op.getInput()}, init,
-        {AffineMap::get(1, 0, {i}, ctx), AffineMap::get(1, 0, {}, ctx)},
-        {utils::IteratorType::reduction},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+    // sum(x^2) per row.
+    SmallVector<OpFoldResult> rowSizes;
+    for (int64_t d : rowShape)
+      rowSizes.push_back(rewriter.getIndexAttr(d));
+    Value sums = buildGeneric(
+        rewriter, loc, ValueRange{op.getInput()}, filledTensor(rewriter, loc, rowSizes, 0.0f),
+        {identity, toRow}, reduceLast, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value square = arith::MulFOp::create(b, l, args[0], args[0], fastMath);
           return arith::AddFOp::create(b, l, args[1], square, fastMath);
         });
-    Value sum = tensor::ExtractOp::create(rewriter, loc, sumTensor, ValueRange{});
-
-    // scale = 1 / sqrt(sum / size + eps)
-    Value mean = arith::DivFOp::create(rewriter, loc, sum,
-                                       f32Constant(rewriter, loc, float(size)));
-    Value shifted = arith::AddFOp::create(
-        rewriter, loc, mean, f32Constant(rewriter, loc, op.getEps().convertToFloat()));
-    Value root = math::SqrtOp::create(rewriter, loc, shifted);
-    Value scale = arith::DivFOp::create(rewriter, loc, f32Constant(rewriter, loc, 1.0f), root);
-
-    // result = weight * (scale * x)
-    Value out = tensor::EmptyOp::create(rewriter, loc, op.getType().getShape(),
-                                        rewriter.getF32Type());
-    Value result = buildElementwise(
-        rewriter, loc, ValueRange{op.getInput(), op.getWeight()}, out,
+    // scale = 1 / sqrt(sum / width + eps), per row.
+    float eps = op.getEps().convertToFloat();
+    Value scales = buildElementwise(
+        rewriter, loc, ValueRange{sums},
+        tensor::EmptyOp::create(rewriter, loc, rowShape, rewriter.getF32Type()),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value scaled = arith::MulFOp::create(b, l, scale, args[0]);
+          Value mean = arith::DivFOp::create(b, l, args[0], f32Constant(b, l, float(width)));
+          Value shifted = arith::AddFOp::create(b, l, mean, f32Constant(b, l, eps));
+          Value root = math::SqrtOp::create(b, l, shifted);
+          return arith::DivFOp::create(b, l, f32Constant(b, l, 1.0f), root);
+        });
+    // result = weight * (scale * x)
+    Value out = tensor::EmptyOp::create(rewriter, loc, type.getShape(), rewriter.getF32Type());
+    SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+    Value result = buildGeneric(
+        rewriter, loc, ValueRange{op.getInput(), op.getWeight(), scales}, out,
+        {identity, toWidth, toRow, identity}, parallel,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value scaled = arith::MulFOp::create(b, l, args[2], args[0]);
           return arith::MulFOp::create(b, l, args[1], scaled);
         });
     rewriter.replaceOp(op, result);

@@ -1,4 +1,4 @@
-// quill.embedding and quill.kv_write -> tensor slices of the table and cache.
+// quill.embedding(s) and quill.kv_write -> reads of the table, slices of the cache.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -27,12 +27,37 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(KVWriteOp op, PatternRewriter &rewriter) const override {
-    int64_t width = op.getRow().getType().getDimSize(0);
+    // One row at pos, or T rows at pos .. pos + T - 1.
+    auto rowType = op.getRow().getType();
+    int64_t width = rowType.getDimSize(rowType.getRank() - 1);
+    int64_t rows = rowType.getRank() == 2 ? rowType.getDimSize(0) : 1;
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
         op, op.getRow(), op.getCache(),
         ArrayRef<OpFoldResult>{op.getPos(), rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows), rewriter.getIndexAttr(width)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    return success();
+  }
+};
+
+/// T tokens' rows: a gather, result[t, d] = table[tokens[t], d].
+struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(EmbeddingsOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value table = op.getTable(), tokens = op.getTokens();
+    Value out = tensor::EmptyOp::create(rewriter, loc, op.getType().getShape(),
+                                        rewriter.getF32Type());
+    Value result = buildElementwise(
+        rewriter, loc, ValueRange{}, out, [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          Value t = linalg::IndexOp::create(b, l, 0);
+          Value d = linalg::IndexOp::create(b, l, 1);
+          Value id = tensor::ExtractOp::create(b, l, tokens, ValueRange{t});
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), id);
+          return tensor::ExtractOp::create(b, l, table, ValueRange{row, d});
+        });
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -40,5 +65,5 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
 } // namespace
 
 void mlir::quill::populateLowerStatePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerEmbedding, LowerKVWrite>(patterns.getContext());
+  patterns.add<LowerEmbedding, LowerEmbeddings, LowerKVWrite>(patterns.getContext());
 }

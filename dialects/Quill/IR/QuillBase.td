@@ -35,5 +35,8 @@ class Quill_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 def Quill_Tensor : RankedTensorOf<[F32]>;
 def Quill_Vector : 1DTensorOf<[F32]>;
 def Quill_Matrix : 2DTensorOf<[F32]>;
+// Activations: one vector (a decode step) or one row per token ([T, width],
+// a prefill chunk of T tokens).
+def Quill_Rows : TensorRankOf<[F32], [1, 2]>;
 
 #endif // QUILL_BASE_TD

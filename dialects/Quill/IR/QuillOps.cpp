@@ -18,6 +18,21 @@ static int64_t dimOf(Value value, unsigned i) {
   return cast<RankedTensorType>(value.getType()).getDimSize(i);
 }
 
+/// The width of activations: their last dimension (one vector or T rows).
+static int64_t widthOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getDimSize(type.getRank() - 1);
+}
+
+/// Activations of one token per row keep their row count through an op.
+static LogicalResult verifySameRows(Operation *op, Value input, Value result) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto out = cast<RankedTensorType>(result.getType());
+  if (in.getRank() != out.getRank() || (in.getRank() == 2 && in.getDimSize(0) != out.getDimSize(0)))
+    return op->emitOpError("result ") << out << " must have the input's rows " << in;
+  return success();
+}
+
 /// Sizes must agree unless one is dynamic (tiled kernel forms).
 static bool mismatch(int64_t a, int64_t b) {
   return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
@@ -65,9 +80,9 @@ LogicalResult KVCacheOp::verify() {
 LogicalResult KVWriteOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
-  if (mismatch(dimOf(getRow(), 0), dimOf(getCache(), 1)))
+  if (mismatch(widthOf(getRow()), dimOf(getCache(), 1)))
     return emitOpError("row has ")
-           << dimOf(getRow(), 0) << " elements but the cache rows have "
+           << widthOf(getRow()) << " elements but the cache rows have "
            << dimOf(getCache(), 1);
   return success();
 }
@@ -83,14 +98,34 @@ LogicalResult EmbeddingOp::verify() {
   return success();
 }
 
+LogicalResult EmbeddingsOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  if (dimOf(getTable(), 1) != dimOf(getResult(), 1) || dimOf(getTokens(), 0) != dimOf(getResult(), 0))
+    return emitOpError("result must be [tokens, table width] = [")
+           << dimOf(getTokens(), 0) << ", " << dimOf(getTable(), 1) << "], got " << getType();
+  return success();
+}
+
+LogicalResult RowOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  int64_t index = getIndexAttr().getInt();
+  if (index < 0 || index >= dimOf(getInput(), 0))
+    return emitOpError("row ") << index << " is outside the " << dimOf(getInput(), 0) << " rows";
+  if (dimOf(getInput(), 1) != dimOf(getResult(), 0))
+    return emitOpError("result must have the input's width ") << dimOf(getInput(), 1);
+  return success();
+}
+
 LogicalResult RMSNormOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
-  if (mismatch(dimOf(getInput(), 0), dimOf(getWeight(), 0)))
+  if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
     return emitOpError("weight") << weightName(getWeight()) << " has "
                                  << dimOf(getWeight(), 0)
                                  << " elements but the input has "
-                                 << dimOf(getInput(), 0);
+                                 << widthOf(getInput());
   if (!(getEps().convertToFloat() > 0.0f))
     return emitOpError("eps must be positive");
   return success();
@@ -102,21 +137,23 @@ template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
   bool tiled = op.isTiled();
   if (failed(verifyTile(op, op.getTile())) || failed(verifyStaticShapes(op, tiled)))
     return failure();
-  if (mismatch(dimOf(weight, 1), dimOf(input, 0)))
+  if (mismatch(dimOf(weight, 1), widthOf(input)))
     return op->emitOpError("weight")
            << weightName(weight) << " has " << dimOf(weight, 1)
-           << " columns but the input has " << dimOf(input, 0) << " elements";
+           << " columns but the input has " << widthOf(input) << " elements";
+  if (failed(verifySameRows(op, input, result)))
+    return failure();
   int64_t perOutput = op.getRowsPerOutput();
-  if (!tiled && mismatch(dimOf(weight, 0), perOutput * dimOf(result, 0)))
+  if (!tiled && mismatch(dimOf(weight, 0), perOutput * widthOf(result)))
     return op->emitOpError("weight")
            << weightName(weight) << " has " << dimOf(weight, 0) << " rows but the result has "
-           << dimOf(result, 0) << " elements" << (perOutput == 2 ? " (swiglu: need twice as many rows)" : "");
+           << widthOf(result) << " elements" << (perOutput == 2 ? " (swiglu: need twice as many rows)" : "");
   if (Value residual = op.getResidual()) {
     if (!tiled && residual.getType() != result.getType())
       return op->emitOpError("residual of type ")
              << residual.getType() << " does not match the result " << result.getType();
-    if (tiled && mismatch(dimOf(residual, 0), dimOf(weight, 0) / perOutput))
-      return op->emitOpError("residual has ") << dimOf(residual, 0) << " elements but the op has "
+    if (tiled && mismatch(widthOf(residual), dimOf(weight, 0) / perOutput))
+      return op->emitOpError("residual has ") << widthOf(residual) << " elements but the op has "
                                                << dimOf(weight, 0) / perOutput << " outputs";
   }
   return success();
@@ -162,9 +199,9 @@ LogicalResult RoPEOp::verify() {
   int64_t headDim = getHeadDim();
   if (headDim <= 0 || headDim % 2 != 0)
     return emitOpError("head_dim must be positive and even, got ") << headDim;
-  if (mismatch(dimOf(getInput(), 0) % headDim, 0))
+  if (mismatch(widthOf(getInput()) % headDim, 0))
     return emitOpError("input of ")
-           << dimOf(getInput(), 0) << " elements is not a whole number of "
+           << widthOf(getInput()) << " elements is not a whole number of "
            << headDim << "-wide heads";
   if (!(getTheta().convertToFloat() > 0.0f))
     return emitOpError("theta must be positive");
@@ -179,7 +216,7 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("num_heads (")
            << heads << ") must be a positive multiple of num_kv_heads ("
            << kvHeads << ")";
-  int64_t width = dimOf(getQuery(), 0);
+  int64_t width = widthOf(getQuery());
   if (ShapedType::isDynamic(width) || width % heads != 0)
     return emitOpError("query of ") << width << " elements does not split into "
                                     << heads << " heads";
@@ -190,9 +227,11 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("cache rows have ")
            << dimOf(getKeys(), 1) << " elements but " << kvHeads
            << " kv heads of " << headDim << " need " << headDim * kvHeads;
-  if (!isTiled() && mismatch(dimOf(getResult(), 0), width))
+  if (failed(verifySameRows(*this, getQuery(), getResult())))
+    return failure();
+  if (!isTiled() && mismatch(widthOf(getResult()), width))
     return emitOpError("result has ")
-           << dimOf(getResult(), 0) << " elements but the query has " << width;
+           << widthOf(getResult()) << " elements but the query has " << width;
   return success();
 }
 
@@ -206,7 +245,7 @@ LogicalResult DispatchOp::verify() {
   for (Attribute attr : getBindings()) {
     auto binding = cast<BindingAttr>(attr);
     StringRef space = binding.getSpace();
-    if (space != "weights" && space != "kv" && space != "scratch")
+    if (space != "weights" && space != "kv" && space != "scratch" && space != "input")
       return emitOpError("unknown memory space \"") << space << "\"";
     if (binding.getOffset() < 0 || binding.getBytes() <= 0)
       return emitOpError("binding range must be non-negative and non-empty");

@@ -48,14 +48,15 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
     [AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
   let summary = "Stores the key or value row of position `pos` into a cache";
   let description = [{
-    Returns `cache` with row `pos` replaced by `row`. It writes the persistent
-    cache state, so it is never removed as dead code.
+    Returns `cache` with row `pos` replaced by `row` (or, for T rows, rows
+    `pos .. pos + T - 1`). It writes the persistent cache state, so it is
+    never removed as dead code.
 
     ```mlir
     %k1 = quill.kv_write %krow into %k at %pos : tensor<32xf32> into tensor<512x32xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$row, Quill_Matrix:$cache, Index:$pos);
+  let arguments = (ins Quill_Rows:$row, Quill_Matrix:$cache, Index:$pos);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $row `into` $cache `at` $pos attr-dict `:` type($row) `into` type($cache)
@@ -122,6 +123,38 @@ def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Pure]> {
+  let summary = "Looks up the embedding rows of T tokens (a prefill chunk)";
+  let description = [{
+    ```mlir
+    %x = quill.embeddings %table[%tokens] : tensor<512x64xf32>, tensor<32xi32> -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$table, 1DTensorOf<[I32]>:$tokens);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = [{
+    $table `[` $tokens `]` attr-dict `:` type($table) `,` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Quill_RowOp : Quill_Op<"row", [Pure]> {
+  let summary = "Row `index` of [T, width] activations: a view, no kernel";
+  let description = [{
+    Used to take the last token's row of a prefill chunk for the logits.
+
+    ```mlir
+    %last = quill.row %x[31] : tensor<32x64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$input, I64Attr:$index);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = [{
+    $input `[` $index `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Root-mean-square normalization scaled by a weight";
   let description = [{
@@ -131,8 +164,8 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result
     %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$input, Quill_Vector:$weight, F32Attr:$eps);
-  let results = (outs Quill_Vector:$result);
+  let arguments = (ins Quill_Rows:$input, Quill_Vector:$weight, F32Attr:$eps);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight attr-dict `:` type($input) `,` type($weight)
   }];
@@ -141,10 +174,10 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result
 
 class Quill_MatVecOp<string mnemonic, string what>
     : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
-  let arguments = (ins Quill_Vector:$input, Quill_Matrix:$weight,
-                       Optional<Quill_Vector>:$residual, Variadic<Index>:$tile,
+  let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
+                       Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
                        UnitAttr:$swiglu);
-  let results = (outs Quill_Vector:$result);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight (`residual` $residual^ `:` type($residual))?
     (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
@@ -190,15 +223,16 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
   let summary = "Rotary position embedding of interleaved pairs, per head";
   let description = [{
     For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
-    rotates by the angle `pos / theta^(d / head_dim)` (llama2.c's layout).
+    rotates by the angle `pos / theta^(d / head_dim)` (llama2.c's layout);
+    row t of a [T, width] input is at position `pos + t`.
 
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$input, Index:$pos, I64Attr:$head_dim,
+  let arguments = (ins Quill_Rows:$input, Index:$pos, I64Attr:$head_dim,
                        F32Attr:$theta);
-  let results = (outs Quill_Vector:$result);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -207,7 +241,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
   let summary = "Multi-head attention of one query over cached positions 0..pos";
   let description = [{
     For each query head `h` (kv head `h / (num_heads / num_kv_heads)`):
-    scores over cached positions `0..pos` scaled by `1/sqrt(head_dim)`,
+    scores over cached positions `0..pos` (`0..pos + t` for row t of a
+    [T, width] query: causal) scaled by `1/sqrt(head_dim)`,
     softmax, and the weighted sum of cached values. Inside a kernel,
     `tile [%b, %e]` restricts the op to kv heads `[b, e)`: the query heads
     that share them, and those rows of the result.
@@ -217,10 +252,10 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
         : tensor<64xf32>, tensor<512x32xf32>, tensor<512x32xf32> -> tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$query, Quill_Matrix:$keys,
+  let arguments = (ins Quill_Rows:$query, Quill_Matrix:$keys,
                        Quill_Matrix:$values, Index:$pos, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, Variadic<Index>:$tile);
-  let results = (outs Quill_Vector:$result);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
     `:` type($query) `,` type($keys) `,` type($values) `->` type($result)
@@ -229,7 +264,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
   let extraClassDeclaration = [{
     bool isTiled() { return !getTile().empty(); }
     int64_t getHeadDim() {
-      return getQuery().getType().getDimSize(0) / getNumHeads();
+      auto type = getQuery().getType();
+      return type.getDimSize(type.getRank() - 1) / getNumHeads();
     }
   }];
 }
@@ -241,8 +277,8 @@ def Quill_SwiGLUOp : Quill_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up", "res
     %a = quill.swiglu %g, %u : tensor<172xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$gate, Quill_Vector:$up);
-  let results = (outs Quill_Vector:$result);
+  let arguments = (ins Quill_Rows:$gate, Quill_Rows:$up);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -254,8 +290,8 @@ def Quill_AddOp : Quill_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>
     %x1 = quill.add %x, %o : tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$lhs, Quill_Vector:$rhs);
-  let results = (outs Quill_Vector:$result);
+  let arguments = (ins Quill_Rows:$lhs, Quill_Rows:$rhs);
+  let results = (outs Quill_Rows:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

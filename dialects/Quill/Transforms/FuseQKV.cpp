@@ -21,8 +21,9 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
       // Siblings in program order, grouped by input (and column count).
       llvm::MapVector<Value, SmallVector<LinearOp>> siblings;
       for (auto linear : block->getOps<LinearOp>())
+        // Vectors only: slices of [T, rows] outputs would not be contiguous.
         if (!linear.getResidual() && !linear.isTiled() && !linear.getSwiglu() &&
-            linear.getWeight().getDefiningOp<WeightOp>())
+            linear.getType().getRank() == 1 && linear.getWeight().getDefiningOp<WeightOp>())
           siblings[linear.getInput()].push_back(linear);
       for (auto &[input, group] : siblings)
         if (group.size() >= 2)

@@ -51,7 +51,8 @@ struct Tiling {
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   Tiling tiling;
   if (isa<LinearOp, LogitsOp>(op)) {
-    int64_t rows = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
     tiling.work = rows;
     tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows));
     tiling.rowsPerUnit = 1;
@@ -114,6 +115,11 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
     plan.bindings[value] =
         BindingAttr::get(ctx, space, offset, byteSize(value.getType()));
   };
+  // Tensor arguments (a prefill's token ids) live in the runtime's input
+  // buffer.
+  for (BlockArgument arg : step.getArguments())
+    if (isa<RankedTensorType>(arg.getType()))
+      bind(arg, "input", 0);
   for (Operation &op : step.getBody().front()) {
     if (auto weight = dyn_cast<WeightOp>(op)) {
       auto [it, inserted] = plan.weights.try_emplace(
@@ -160,6 +166,13 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
       plan.bindings[slice] = BindingAttr::get(
           ctx, parent.getSpace(), parent.getOffset() + slice.getOffsetAttr().getInt() * 4,
           byteSize(slice.getType()));
+    } else if (auto row = dyn_cast<RowOp>(op)) {
+      // Row `index` of [T, width] activations: a view of its memory.
+      BindingAttr parent = plan.bindings.lookup(row.getInput());
+      plan.bindings[row] = BindingAttr::get(
+          ctx, parent.getSpace(),
+          parent.getOffset() + row.getIndexAttr().getInt() * byteSize(row.getType()),
+          byteSize(row.getType()));
     } else if (auto write = dyn_cast<KVWriteOp>(op)) {
       plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
     } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) &&
@@ -208,7 +221,10 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Value end = entry->getArgument(numArgs - 1);
 
   IRMapping mapping;
-  mapping.map(step.getArgument(0), token);
+  // Index arguments of a step are (token, pos); a prefill's tokens are a
+  // tensor, bound like any other operand.
+  if (step.getArgument(0).getType().isIndex())
+    mapping.map(step.getArgument(0), token);
   mapping.map(step.getArgument(1), pos);
   unsigned argIndex = 0;
   Value cacheArg;
@@ -228,22 +244,32 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Operation *clone = b.clone(*op, mapping);
   Value destination = inPlace ? cacheArg : entry->getArgument(argIndex);
   if (tiling.rowsPerUnit > 0) {
-    // The kernel computes output rows [begin, end) * rowsPerUnit only.
+    // The kernel computes output columns [begin, end) * rowsPerUnit only
+    // (of every token row, for [T, width] activations).
     if (auto linear = dyn_cast<LinearOp>(clone))
       linear.getTileMutable().append({begin, end});
     else if (auto logits = dyn_cast<LogitsOp>(clone))
       logits.getTileMutable().append({begin, end});
     else
       cast<AttentionOp>(clone).getTileMutable().append({begin, end});
-    clone->getResult(0).setType(
-        RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type()));
+    auto resultType = cast<RankedTensorType>(clone->getResult(0).getType());
+    SmallVector<int64_t> shape(resultType.getShape());
+    shape.back() = ShapedType::kDynamic;
+    clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
     Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
     Value offset = arith::MulIOp::create(b, loc, begin, unit);
     Value units = arith::SubIOp::create(b, loc, end, begin);
     Value size = arith::MulIOp::create(b, loc, units, unit);
-    destination = memref::SubViewOp::create(
-        b, loc, destination, ArrayRef<OpFoldResult>{offset},
-        ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t d : resultType.getShape().drop_back()) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(d));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    offsets.push_back(offset);
+    sizes.push_back(size);
+    strides.push_back(b.getIndexAttr(1));
+    destination = memref::SubViewOp::create(b, loc, destination, offsets, sizes, strides);
   }
   auto store = bufferization::MaterializeInDestinationOp::create(
       b, loc, clone->getResult(0), destination);
@@ -256,61 +282,76 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
 void OutlineKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
+  // The decode step, and the prefill step of T tokens when there is one.
+  SmallVector<func::FuncOp> steps;
+  for (StringRef name : {"step", "prefill"})
+    if (auto function = module.lookupSymbol<func::FuncOp>(name))
+      steps.push_back(function);
   auto step = module.lookupSymbol<func::FuncOp>("step");
-  if (!step || !step.getBody().hasOneBlock() || step.getNumArguments() != 2) {
+  if (!step || llvm::any_of(steps, [](func::FuncOp f) {
+        return !f.getBody().hasOneBlock() || f.getNumArguments() != 2;
+      })) {
     module.emitError("quill-outline-kernels: expected func.func @step(token, "
                      "pos) (run quill-verify-step for details)");
     return signalPassFailure();
   }
+  // Weights and caches are planned once for all steps (they share them);
+  // every step has scratch of its own.
   MemoryPlan plan;
-  if (failed(planMemory(step, plan)))
-    return signalPassFailure();
-
-  SymbolTable symbols(module);
-  llvm::StringMap<std::string> kernelsByKey;
-  SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling>> launches;
-  BindingAttr logits;
-  for (Operation &op : step.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      logits = plan.bindings.lookup(ret.getOperand(0));
-      continue;
-    }
-    if (isa<WeightOp, KVCacheOp, ConcatOp, SliceOp>(op))
-      continue;
-    Tiling tiling = tilingOf(&op, matvecGrain);
-    std::string &kernelName = kernelsByKey[kernelKey(&op)];
-    if (kernelName.empty()) {
-      func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), step, tiling);
-      kernelName = symbols.insert(kernel).str(); // Renamed if taken.
-    }
-    SmallVector<Attribute> bindings;
-    for (Value operand : op.getOperands())
-      if (isa<RankedTensorType>(operand.getType()))
-        bindings.push_back(plan.bindings.lookup(operand));
-    if (!isa<KVWriteOp>(op))
-      bindings.push_back(plan.bindings.lookup(op.getResult(0)));
-    launches.emplace_back(kernelName, bindings, tiling);
-  }
-  if (!logits) {
-    step.emitError("quill-outline-kernels: @step returns no logits");
-    return signalPassFailure();
+  SmallVector<int64_t> scratchBytes;
+  for (func::FuncOp function : steps) {
+    plan.scratchBytes = 0;
+    if (failed(planMemory(function, plan)))
+      return signalPassFailure();
+    scratchBytes.push_back(plan.scratchBytes);
   }
 
   SmallVector<NamedAttribute> offsets;
   for (auto &entry : plan.weights)
     offsets.emplace_back(StringAttr::get(ctx, entry.getKey()),
-                         IntegerAttr::get(IntegerType::get(ctx, 64),
-                                          entry.getValue().first));
-  OpBuilder b(step);
-  auto schedule = ScheduleOp::create(
-      b, step.getLoc(), "step", plan.scratchBytes, plan.kvBytes,
-      plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets),
-      plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs));
-  b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
-  for (auto &[kernel, bindings, tiling] : launches)
-    DispatchOp::create(b, step.getLoc(), kernel, b.getArrayAttr(bindings),
-                       tiling.work, tiling.grain);
-  step.erase();
+                         IntegerAttr::get(IntegerType::get(ctx, 64), entry.getValue().first));
+  SymbolTable symbols(module);
+  llvm::StringMap<std::string> kernelsByKey;
+  for (auto [function, scratch] : llvm::zip(steps, scratchBytes)) {
+    SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling>> launches;
+    BindingAttr logits;
+    for (Operation &op : function.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        logits = plan.bindings.lookup(ret.getOperand(0));
+        continue;
+      }
+      if (isa<WeightOp, KVCacheOp, ConcatOp, SliceOp, RowOp>(op))
+        continue;
+      Tiling tiling = tilingOf(&op, matvecGrain);
+      std::string &kernelName = kernelsByKey[kernelKey(&op)];
+      if (kernelName.empty()) {
+        func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), function, tiling);
+        kernelName = symbols.insert(kernel).str(); // Renamed if taken.
+      }
+      SmallVector<Attribute> bindings;
+      for (Value operand : op.getOperands())
+        if (isa<RankedTensorType>(operand.getType()))
+          bindings.push_back(plan.bindings.lookup(operand));
+      if (!isa<KVWriteOp>(op))
+        bindings.push_back(plan.bindings.lookup(op.getResult(0)));
+      launches.emplace_back(kernelName, bindings, tiling);
+    }
+    if (!logits) {
+      function.emitError("quill-outline-kernels: @") << function.getName() << " returns no logits";
+      return signalPassFailure();
+    }
+    OpBuilder b(function);
+    auto schedule = ScheduleOp::create(
+        b, function.getLoc(), function.getName(), scratch, plan.kvBytes, plan.weightBytes,
+        logits, DictionaryAttr::get(ctx, offsets),
+        plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs));
+    b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
+    for (auto &[kernel, bindings, tiling] : launches)
+      DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,
+                         tiling.grain);
+  }
+  for (func::FuncOp function : steps)
+    function.erase();
 }
 
 } // namespace

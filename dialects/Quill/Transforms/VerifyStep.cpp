@@ -19,27 +19,41 @@ struct VerifyStepPass : mlir::quill::impl::VerifyStepBase<VerifyStepPass> {
       module.emitError("quill contract: no func.func @step in the module");
       return signalPassFailure();
     }
-    FunctionType type = step.getFunctionType();
     auto index = IndexType::get(&getContext());
-    if (type.getNumInputs() != 2 || type.getInput(0) != index ||
-        type.getInput(1) != index || type.getNumResults() != 1 ||
-        !isa<RankedTensorType>(type.getResult(0))) {
-      step.emitError("quill contract: @step must be (index token, index pos) "
-                     "-> tensor of logits, got ")
-          << type;
+    if (failed(verifyFunction(step, [&](Type t) { return t == index; }, "index token")))
       return signalPassFailure();
-    }
-    if (!step.getBody().hasOneBlock()) {
-      step.emitError("quill contract: @step must be a single block");
-      return signalPassFailure();
-    }
-    for (Operation &op : step.getBody().front()) {
+    if (auto prefill = module.lookupSymbol<func::FuncOp>("prefill"))
+      if (failed(verifyFunction(
+              prefill,
+              [](Type t) {
+                auto tensor = dyn_cast<RankedTensorType>(t);
+                return tensor && tensor.getRank() == 1 && tensor.hasStaticShape() &&
+                       tensor.getElementType().isInteger(32);
+              },
+              "tensor<Txi32> tokens")))
+        return signalPassFailure();
+  }
+
+  /// A step: (tokens, index pos) -> logits tensor, one block of quill ops.
+  LogicalResult verifyFunction(func::FuncOp function, function_ref<bool(Type)> isTokens,
+                               StringRef tokens) {
+    FunctionType type = function.getFunctionType();
+    auto index = IndexType::get(&getContext());
+    if (type.getNumInputs() != 2 || !isTokens(type.getInput(0)) || type.getInput(1) != index ||
+        type.getNumResults() != 1 || !isa<RankedTensorType>(type.getResult(0)))
+      return function.emitError("quill contract: @")
+             << function.getName() << " must be (" << tokens
+             << ", index pos) -> tensor of logits, got " << type;
+    if (!function.getBody().hasOneBlock())
+      return function.emitError("quill contract: @")
+             << function.getName() << " must be a single block";
+    for (Operation &op : function.getBody().front()) {
       if (isa_and_nonnull<QuillDialect>(op.getDialect()) || isa<func::ReturnOp>(op))
         continue;
-      op.emitError("quill contract: only quill ops may appear in @step, found '")
-          << op.getName() << "'";
-      return signalPassFailure();
+      return op.emitError("quill contract: only quill ops may appear in @")
+             << function.getName() << ", found '" << op.getName() << "'";
     }
+    return success();
   }
 };
 } // namespace

@@ -19,16 +19,19 @@
 // CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[V]], %[[V]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT: %[[ADD:.*]] = arith.addf %[[ACC]], %[[SQ]] fastmath<reassoc,contract> : f32
 // CHECK-NEXT: linalg.yield %[[ADD]]
-// CHECK: %[[SUM:.*]] = tensor.extract %[[SUMT]][] : tensor<f32>
-// CHECK: %[[MEAN:.*]] = arith.divf %[[SUM]], %[[N]] : f32
-// CHECK: %[[SHIFTED:.*]] = arith.addf %[[MEAN]], %[[EPS]] : f32
-// CHECK: %[[ROOT:.*]] = math.sqrt %[[SHIFTED]] : f32
-// CHECK: %[[SCALE:.*]] = arith.divf %[[ONE]], %[[ROOT]] : f32
+// The per-row scale (no rows here: a 0-d generic) in llama2.c's order.
+// CHECK: %[[SCALET:.*]] = linalg.generic {indexing_maps = [#[[$NONE:.*]], #[[$NONE]]], iterator_types = []}
+// CHECK-SAME: ins(%[[SUMT]] : tensor<f32>)
+// CHECK-NEXT: ^bb0(%[[SUM:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK-NEXT: %[[MEAN:.*]] = arith.divf %[[SUM]], %[[N]] : f32
+// CHECK-NEXT: %[[SHIFTED:.*]] = arith.addf %[[MEAN]], %[[EPS]] : f32
+// CHECK-NEXT: %[[ROOT:.*]] = math.sqrt %[[SHIFTED]] : f32
+// CHECK-NEXT: %[[SCALE:.*]] = arith.divf %[[ONE]], %[[ROOT]] : f32
 // CHECK: %[[OUT:.*]] = tensor.empty() : tensor<8xf32>
-// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]], #[[$ID]]], iterator_types = ["parallel"]}
-// CHECK-SAME: ins(%[[X]], %[[W]] : tensor<8xf32>, tensor<8xf32>) outs(%[[OUT]] : tensor<8xf32>)
-// CHECK-NEXT: ^bb0(%[[XV:[^:]+]]: f32, %[[WV:[^:]+]]: f32, %{{[^:]+}}: f32):
-// CHECK-NEXT: %[[SX:.*]] = arith.mulf %[[SCALE]], %[[XV]] : f32
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[$ID]], #[[$ID]], #[[$SCALAR]], #[[$ID]]], iterator_types = ["parallel"]}
+// CHECK-SAME: ins(%[[X]], %[[W]], %[[SCALET]] : tensor<8xf32>, tensor<8xf32>, tensor<f32>) outs(%[[OUT]] : tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[XV:[^:]+]]: f32, %[[WV:[^:]+]]: f32, %[[S:[^:]+]]: f32, %{{[^:]+}}: f32):
+// CHECK-NEXT: %[[SX:.*]] = arith.mulf %[[S]], %[[XV]] : f32
 // CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[WV]], %[[SX]] : f32
 // CHECK-NEXT: linalg.yield %[[Y]]
 // CHECK-NOT: quill.rmsnorm
@@ -49,4 +52,19 @@ func.func @rmsnorm(%x: tensor<8xf32>, %w: tensor<8xf32>) -> tensor<8xf32> {
 func.func @rmsnorm_wide(%x: tensor<64xf32>, %w: tensor<64xf32>) -> tensor<64xf32> {
   %h = quill.rmsnorm %x, %w {eps = 0.1 : f32} : tensor<64xf32>, tensor<64xf32>
   return %h : tensor<64xf32>
+}
+
+// -----
+
+// T token rows: one sum and one scale per row; the weight broadcast over rows.
+// CHECK-LABEL: func.func @rmsnorm_rows
+// CHECK: %[[SUMS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[SCALES:.*]] = linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK-SAME: ins(%[[SUMS]] : tensor<4xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %[[SCALES]] : tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>)
+func.func @rmsnorm_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<4x8xf32>, tensor<8xf32>
+  return %h : tensor<4x8xf32>
 }

@@ -397,3 +397,29 @@ func.func @residual_type(%x: tensor<8xf32>, %r: tensor<4xf32>) {
   %y = quill.linear %x, %w residual %r : tensor<4xf32> : tensor<8xf32>, tensor<8x8xf32> -> tensor<8xf32>
   return
 }
+
+// -----
+
+// A linear layer keeps the input's token rows.
+func.func @rows_mismatch(%x: tensor<4x8xf32>) {
+  %w = quill.weight "w" : tensor<6x8xf32>
+  // expected-error @+1 {{'quill.linear' op result 'tensor<3x6xf32>' must have the input's rows 'tensor<4x8xf32>'}}
+  %y = quill.linear %x, %w : tensor<4x8xf32>, tensor<6x8xf32> -> tensor<3x6xf32>
+  return
+}
+
+// -----
+
+func.func @row_outside(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'quill.row' op row 4 is outside the 4 rows}}
+  %r = quill.row %x[4] : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @embeddings_shape(%t: tensor<16x8xf32>, %ids: tensor<4xi32>) {
+  // expected-error @+1 {{'quill.embeddings' op result must be [tokens, table width] = [4, 8], got 'tensor<3x8xf32>'}}
+  %e = quill.embeddings %t[%ids] : tensor<16x8xf32>, tensor<4xi32> -> tensor<3x8xf32>
+  return
+}

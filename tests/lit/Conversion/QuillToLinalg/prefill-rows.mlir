@@ -1,0 +1,73 @@
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+
+// T token rows through a linear layer: a register-tiled matmul, 4 tokens x 4
+// weight rows, 16 vector<16xf32> accumulators carried over the width; each
+// weight row is loaded once per token block, not once per token.
+// CHECK-LABEL: func.func @matmul_blocked
+// CHECK: scf.for %{{.*}} = %c0 to %c5 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: %[[ACC:.*]]:16 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
+// CHECK-COUNT-8: vector.transfer_read
+// CHECK-COUNT-16: vector.fma
+// CHECK-COUNT-4: vector.from_elements
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @matmul_blocked(%x: tensor<8x32xf32>, %w: tensor<20x32xf32>) -> tensor<8x20xf32> {
+  %y = quill.linear %x, %w : tensor<8x32xf32>, tensor<20x32xf32> -> tensor<8x20xf32>
+  return %y : tensor<8x20xf32>
+}
+
+// -----
+
+// Must not take the blocked form: the width is no multiple of 16.
+// CHECK-LABEL: func.func @matmul_odd_width
+// CHECK-NOT: vector.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+func.func @matmul_odd_width(%x: tensor<8x24xf32>, %w: tensor<20x24xf32>) -> tensor<8x20xf32> {
+  %y = quill.linear %x, %w : tensor<8x24xf32>, tensor<20x24xf32> -> tensor<8x20xf32>
+  return %y : tensor<8x20xf32>
+}
+
+// -----
+
+// Causal attention of T query rows: row t sees positions 0..pos+t.
+// CHECK-LABEL: func.func @attention_rows
+// CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: scf.for %[[T:.*]] = %c0 to %c4 step %c1
+// CHECK: %[[P:.*]] = arith.addi %[[POS]], %[[T]]
+// CHECK: arith.addi %[[P]], %c1
+// CHECK: math.exp
+// CHECK: tensor.insert_slice {{.*}}[%[[T]], 0] [1, 8] [1, 1]
+func.func @attention_rows(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index) -> tensor<4x8xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}
+
+// -----
+
+// Rotary embedding of rows: row t is at position pos + t.
+// CHECK-LABEL: func.func @rope_rows
+// CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: %[[T:.*]] = linalg.index 0
+// CHECK: arith.addi %[[POS]], %[[T]]
+// CHECK: math.cos
+func.func @rope_rows(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  %r = quill.rope %x at %pos {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// T rows into the cache at pos .. pos + T - 1; T token ids gathered.
+// CHECK-LABEL: func.func @state_rows
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<4xi32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<32x8xf32>
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[TOK]]
+// CHECK: arith.index_cast
+func.func @state_rows(%rows: tensor<4x8xf32>, %cache: tensor<32x8xf32>, %pos: index, %table: tensor<16x8xf32>, %tokens: tensor<4xi32>) -> (tensor<32x8xf32>, tensor<4x8xf32>) {
+  %c = quill.kv_write %rows into %cache at %pos : tensor<4x8xf32> into tensor<32x8xf32>
+  %e = quill.embeddings %table[%tokens] : tensor<16x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  return %c, %e : tensor<32x8xf32>, tensor<4x8xf32>
+}
