@@ -102,7 +102,8 @@ TEST(JsonValue, TruncationsAndBitFlipsNeverCrash) {
     for (int flips = 1 + int(rng() % 3); flips > 0; --flips)
       bad[rng() % bad.size()] ^= char(1u << (rng() % 8));
     auto v = parseJson(bad, "flip");
-    if (!v.isOk())
+    if (!v.isOk()) {
       EXPECT_EQ(v.message().find('\n'), std::string::npos);
+    }
   }
 }
