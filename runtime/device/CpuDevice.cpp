@@ -125,6 +125,12 @@ void CpuDevice::run(const std::vector<Launch> &launches, int32_t token, int32_t 
   }
 }
 
+void CpuDevice::runDispatch(bool prefill, size_t index, int32_t token, int32_t pos) {
+  const std::vector<Launch> &launches = prefill ? prefillLaunches_ : launches_;
+  std::vector<Launch> one(launches.begin() + index, launches.begin() + index + 1);
+  run(one, token, pos);
+}
+
 void CpuDevice::step(int32_t token, int32_t pos) {
   run(launches_, token, pos);
   logits_ = stepLogits_;

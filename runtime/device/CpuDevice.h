@@ -28,6 +28,10 @@ public:
   KVCache &kvCache() override { return kvCache_; }
   std::string describe() const override;
 
+  /// One dispatch of the decode (or prefill) schedule on its own, for kernel
+  /// benchmarks: the same launch the step makes.
+  void runDispatch(bool prefill, size_t index, int32_t token, int32_t pos);
+
 private:
   /// One dispatch, resolved: its kernel and argument pointers, computed once.
   struct Launch {
