@@ -162,15 +162,16 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       return arith::DivFOp::create(nb, l, e, s).getResult();
     });
 
-    // out[k, g, d] = sum_t p[k, g, t] * V[t, k, d]  (loops k, g, d, t)
-    AffineExpr dd = getAffineDimExpr(2, ctx), tt = getAffineDimExpr(3, ctx);
+    // out[k, g, d] = sum_t p[k, g, t] * V[t, k, d], loops (k, g, t, d): the
+    // innermost loop runs along a contiguous row of V and of out (vectors),
+    // not down a column of V.
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
                              {units, index(group), index(headDim)}, 0.0f);
     out = buildGeneric(
         b, loc, ValueRange{probs, values}, out,
-        {map4({k, g, tt}), map4({tt, k, dd}), map4({k, g, dd})},
-        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-         IteratorType::reduction},
+        {map4({k, g, t}), map4({t, k, d}), map4({k, g, d})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction,
+         IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
           return arith::AddFOp::create(nb, l, args[2], product, fastMath);

@@ -8,7 +8,6 @@
 // CHECK-DAG: #[[$Q:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$K:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
 // CHECK-DAG: #[[$S:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// CHECK-DAG: #[[$V:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d0, d2)>
 // CHECK-DAG: #[[$ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-DAG: #[[$ROW:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @attention
@@ -51,7 +50,8 @@
 // CHECK-NEXT: arith.divf %[[EV]], %[[SUMV]] : f32
 // CHECK: %[[OE:.*]] = bufferization.alloc_tensor() : tensor<2x2x2xf32>
 // CHECK: %[[O0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[OE]] : tensor<2x2x2xf32>)
-// CHECK: %[[OUT:.*]] = linalg.generic {indexing_maps = [#[[$Q]], #[[$V]], #[[$S]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// The weighted sum loops (k, g, t, d): d innermost, along rows of V.
+// CHECK: %[[OUT:.*]] = linalg.generic {indexing_maps = [#[[$S]], #[[$K]], #[[$Q]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
 // CHECK-SAME: ins(%[[PROBS]], %[[VS]] : tensor<2x2x?xf32>, tensor<?x2x2xf32>) outs(%[[O0]] : tensor<2x2x2xf32>)
 // CHECK: arith.mulf {{.*}} fastmath<reassoc,contract>
 // CHECK: arith.addf {{.*}} fastmath<reassoc,contract>
