@@ -3,7 +3,9 @@
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/SystemLibraries.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -91,6 +93,12 @@ ErrorOr<std::unique_ptr<llvm::Module>> CpuTarget::translate(mlir::ModuleOp modul
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
   llvm::PassBuilder builder(machine_.get());
+  // glibc's libmvec gives the vectorizer vector expf/sinf/cosf (softmax,
+  // SwiGLU); libm, which the kernel library links, pulls it in.
+  llvm::TargetLibraryInfoImpl libraryInfo(machine_->getTargetTriple());
+  libraryInfo.addVectorizableFunctionsFromVecLib(llvm::VectorLibrary::LIBMVEC,
+                                                 machine_->getTargetTriple());
+  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(libraryInfo); });
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);
   builder.registerFunctionAnalyses(functions);
