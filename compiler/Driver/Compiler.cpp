@@ -3,6 +3,7 @@
 
 #include "compiler/Driver/IRDumper.h"
 #include "compiler/Driver/ScheduleExtraction.h"
+#include "compiler/Driver/WeightLayout.h"
 #include "compiler/Import/ModelSource.h"
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
@@ -22,60 +23,6 @@
 #include <iterator>
 
 namespace quill {
-
-namespace {
-
-/// The weight blob laid out as the schedule's offsets say, each tensor
-/// converted to fp32 in Quill's layout straight into its place.
-ErrorOr<std::vector<uint8_t>> layOutWeights(const ModelSource &model,
-                                            const ExtractedSchedule &extracted) {
-  std::vector<uint8_t> blob(extracted.schedule.weightBytes, 0);
-  for (const auto &[name, offset] : extracted.weightOffsets) {
-    const ImportedTensor *tensor = model.find(name);
-    if (!tensor)
-      return Status::error(model.path() + ": the model has no tensor '" + name + "'");
-    uint64_t bytes = uint64_t(tensor->numElements()) * sizeof(float);
-    if (offset > blob.size() || bytes > blob.size() - offset || offset % alignof(float) != 0)
-      return Status::error("weight '" + name + "' does not fit the planned weight blob");
-    if (Status s = model.readTensor(*tensor, reinterpret_cast<float *>(blob.data() + offset)); !s)
-      return s;
-  }
-  // Weights the fusion passes packed from named ones.
-  for (const WeightPack &pack : extracted.weightPacks) {
-    std::vector<std::vector<float>> parts;
-    for (const std::string &name : pack.parts) {
-      auto part = model.readTensor(name);
-      if (!part)
-        return part.status();
-      parts.push_back(part.take());
-    }
-    const ImportedTensor *first = model.find(pack.parts.front());
-    uint64_t columns = uint64_t(first->shape.back());
-    uint64_t total = 0;
-    for (const auto &part : parts)
-      total += part.size() * sizeof(float);
-    if (pack.offset > blob.size() || total > blob.size() - pack.offset)
-      return Status::error("packed weight '" + pack.parts.front() + "...' does not fit the blob");
-    float *out = reinterpret_cast<float *>(blob.data() + pack.offset);
-    if (pack.interleave) {
-      // Row r of part p goes to row r * parts + p.
-      uint64_t rows = parts.front().size() / columns;
-      for (uint64_t r = 0; r < rows; ++r)
-        for (const auto &part : parts) {
-          std::memcpy(out, part.data() + r * columns, columns * sizeof(float));
-          out += columns;
-        }
-    } else {
-      for (const auto &part : parts) {
-        std::memcpy(out, part.data(), part.size() * sizeof(float));
-        out += part.size();
-      }
-    }
-  }
-  return blob;
-}
-
-} // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto model = openModel(options.modelPath);
@@ -164,9 +111,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto library = linkSharedObject(*code);
   if (!library)
     return library.status();
-  auto weights = layOutWeights(**model, *extracted);
-  if (!weights)
-    return weights.status();
+  if (Status s = checkWeightLayout(**model, *extracted); !s)
+    return s;
   std::string targetText = (*target)->description();
   ArtifactBuilder builder;
   builder.addSection(SectionKind::Config, encodeConfig(config));
@@ -177,7 +123,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (extracted->prefill)
     builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted->prefill));
   builder.addSection(SectionKind::KernelLibrary, library.take());
-  builder.addSection(SectionKind::Weights, weights.take());
+  builder.addSection(SectionKind::Weights, extracted->schedule.weightBytes,
+                     weightSection(**model, *extracted));
   return builder.write(options.outputPath);
 }
 
