@@ -47,7 +47,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   registerPasses();
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  std::string modelName = llvm::sys::path::stem(options.modelPath).str();
+  std::string modelName = (*model)->name();
   mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(context, config, modelName,
                                                      std::min<int64_t>(options.prefillTokens, config.seqLen));
   if (mlir::failed(mlir::verify(*module)))

@@ -7,6 +7,7 @@
 #include "compiler/Import/TokenizerImport.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace quill {
 
@@ -18,6 +19,14 @@ int64_t ImportedTensor::numElements() const {
 }
 
 ModelSource::~ModelSource() = default;
+
+std::string ModelSource::name() const {
+  std::filesystem::path p(path_);
+  if (!p.has_filename()) // A directory given with a trailing slash.
+    p = p.parent_path();
+  std::string stem = p.stem().string();
+  return stem.empty() || stem == "." ? "model" : stem;
+}
 
 const ImportedTensor *ModelSource::find(const std::string &name) const {
   auto it = indexByName_.find(name);

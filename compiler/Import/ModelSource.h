@@ -51,6 +51,9 @@ public:
 
   /// The path given to openModel.
   const std::string &path() const { return path_; }
+  /// A short name for the model: the file's stem, or the checkpoint
+  /// directory's name ("stories260K-hf" for "models/stories260K-hf/").
+  std::string name() const;
   /// The format in words: "llama2.c legacy", "GGUF v3", ...
   const std::string &format() const { return format_; }
   /// The architecture the file declares ("llama" for every model accepted).

@@ -61,7 +61,7 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
     // Temporaries are fixed-size, so they all live on the stack: a step
     // allocates no heap memory.
     return "eliminate-empty-tensors,one-shot-bufferize,canonicalize,cse,"
-           "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=4194304 "
+           "func.func(buffer-hoisting,buffer-loop-hoisting,promote-buffers-to-stack{max-alloc-size-in-bytes=4194304 "
            "max-rank-of-allocated-memref=4}),quill-check-static-memory,"
            "quill-copies-to-linalg,convert-linalg-to-loops,canonicalize,cse";
   case Stage::LLVMDialect:

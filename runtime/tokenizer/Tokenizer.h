@@ -7,10 +7,9 @@
 #include "runtime/tokenizer/TokenizerFormat.h"
 
 #include <array>
-#include <memory>
-
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>

@@ -149,6 +149,9 @@ struct Variant {
   bool shared;
 };
 
+/// Test names and failure messages show the variant's name, not its bytes.
+void PrintTo(const Variant &v, std::ostream *os) { *os << v.name; }
+
 class SyntheticFormats : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(SyntheticFormats, LogitsEqualTheLlama2cArtifactBitForBit) {

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 using namespace quill;
 using namespace quill::test;
@@ -25,13 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string scratch(const std::string &name) {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() /
-                 ("quill-gguf-test-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return (dir / name).string();
+  return scratchRoot() + "/gguf-" + name;
 }
 
 std::string shared(const std::string &relative) {

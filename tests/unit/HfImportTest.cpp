@@ -16,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 using namespace quill;
 using namespace quill::test;
@@ -24,15 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory per call under one per-process root.
+/// A fresh directory per call under the per-process scratch root.
 std::string freshDir(const std::string &name) {
-  static const fs::path root = [] {
-    fs::path d = fs::temp_directory_path() /
-                 ("quill-hf-test-" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    return d;
-  }();
-  fs::path dir = root / name;
+  fs::path dir = fs::path(scratchRoot()) / ("hf-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <stdlib.h>
 #include <fstream>
 #include <iterator>
 
@@ -503,6 +505,24 @@ std::vector<uint8_t> bf16Bytes(const std::vector<float> &values) {
   for (float v : values)
     b.put(toBf16Bits(v));
   return b.bytes;
+}
+
+const std::string &scratchRoot() {
+  struct Root {
+    std::string path;
+    Root() {
+      std::string pattern =
+          (std::filesystem::temp_directory_path() / "quill-formats-XXXXXX")
+              .string();
+      path = ::mkdtemp(pattern.data());
+    }
+    ~Root() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Root root;
+  return root.path;
 }
 
 std::vector<uint8_t> readBytes(const std::string &path) {

@@ -199,6 +199,10 @@ std::vector<uint8_t> f32Bytes(const std::vector<float> &values);
 std::vector<uint8_t> f16Bytes(const std::vector<float> &values);
 std::vector<uint8_t> bf16Bytes(const std::vector<float> &values);
 
+/// A directory under the system temp dir, unique to this process and removed
+/// (with everything in it) when the process exits.
+const std::string &scratchRoot();
+
 std::vector<uint8_t> readBytes(const std::string &path);
 void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes);
 void writeText(const std::string &path, const std::string &text);

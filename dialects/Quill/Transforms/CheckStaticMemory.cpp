@@ -22,6 +22,19 @@ struct CheckStaticMemoryPass
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
+      return signalPassFailure();
+    // A stack buffer inside a loop is allocated again at every iteration.
+    result = getOperation().walk([](memref::AllocaOp alloca) {
+      if (isa<func::FuncOp>(alloca->getParentOp()))
+        return WalkResult::advance();
+      auto function = alloca->getParentOfType<func::FuncOp>();
+      alloca.emitError("quill contract: kernel @")
+          << (function ? function.getName() : StringRef("?")) << " allocates "
+          << alloca.getType()
+          << " on the stack inside a loop: it would grow at every iteration";
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
       signalPassFailure();
   }
 };

@@ -139,7 +139,8 @@ def CheckStaticMemory : Pass<"quill-check-static-memory", "ModuleOp"> {
     The contract before LLVM: kernels keep temporaries on the stack
     (`memref.alloca` of static size) so that a step allocates nothing on the
     heap. Any `memref.alloc` left after `promote-buffers-to-stack` is
-    reported, naming the kernel and the buffer type.
+    reported, naming the kernel and the buffer type, and so is a
+    `memref.alloca` inside a loop (the stack would grow at every iteration).
   }];
 }
 

@@ -16,3 +16,16 @@ func.func @heap_per_call(%n: index) {
   %a = memref.alloc(%n) : memref<?x2xf32>
   return
 }
+
+// -----
+
+// A stack buffer inside a loop would be allocated at every iteration.
+func.func @stack_in_loop(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    // expected-error @+1 {{quill contract: kernel @stack_in_loop allocates 'memref<256xf32>' on the stack inside a loop: it would grow at every iteration}}
+    %a = memref.alloca() : memref<256xf32>
+  }
+  return
+}
