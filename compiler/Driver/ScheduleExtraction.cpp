@@ -97,6 +97,8 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
       out.interleave = pack.getLayout() == "interleave";
       for (mlir::Attribute part : pack.getParts())
         out.parts.push_back(mlir::cast<mlir::StringAttr>(part).str());
+      if (pack.getScale())
+        out.scale = pack.getScale().str();
       result.weightPacks.push_back(std::move(out));
     }
   }

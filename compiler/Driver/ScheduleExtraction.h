@@ -18,6 +18,7 @@ struct WeightPack {
   uint64_t offset = 0;
   bool interleave = false; ///< Rows alternate between parts; else concatenated.
   std::vector<std::string> parts;
+  std::string scale; ///< Empty, or a vector every row is multiplied by.
 };
 
 struct ExtractedSchedule {

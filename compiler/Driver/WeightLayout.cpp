@@ -36,6 +36,13 @@ Status checkWeightLayout(const ModelSource &model, const ExtractedSchedule &plan
   uint64_t end = 0;
   for (const Placement &p : placements(plan)) {
     std::vector<std::string> names = p.pack ? p.pack->parts : std::vector<std::string>{p.name};
+    if (p.pack && !p.pack->scale.empty()) {
+      const ImportedTensor *scale = model.find(p.pack->scale);
+      const ImportedTensor *first = model.find(names.front());
+      if (!scale || !first || scale->numElements() != first->shape.back())
+        return Status::error(model.path() + ": cannot fold '" + p.pack->scale + "' into '" +
+                             names.front() + "'");
+    }
     uint64_t bytes = 0;
     for (const std::string &name : names) {
       const ImportedTensor *tensor = model.find(name);
@@ -75,6 +82,15 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
         if (!part)
           return part.status();
         parts.push_back(part.take());
+      }
+      if (!p.pack->scale.empty()) {
+        // A folded RMSNorm weight: column k of every row times scale[k].
+        auto scale = model.readTensor(p.pack->scale);
+        if (!scale)
+          return scale.status();
+        for (auto &part : parts)
+          for (size_t i = 0; i < part.size(); ++i)
+            part[i] *= (*scale)[i % scale->size()];
       }
       if (p.pack->interleave) {
         // Row r of part i is written as row r * parts + i.

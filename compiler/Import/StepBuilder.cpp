@@ -50,7 +50,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
     auto linear = [&](Value input, const std::string &name, int64_t out, int64_t in) -> Value {
       return q::LinearOp::create(b, l, act(out), input, weight(p + name, mat(out, in)),
-                                 /*residual=*/Value(), /*tile=*/ValueRange{}, /*swiglu=*/false);
+                                 /*residual=*/Value(), /*tile=*/ValueRange{}, /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     };
     // Attention block: norm, q/k/v, rotary, cache, attention, output, residual.
     Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps);
@@ -79,7 +79,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
   x = q::RMSNormOp::create(b, loc, vec(dim), x, weight("norm", vec(dim)), eps);
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
   Value logits = q::LogitsOp::create(b, loc, vec(vocab), x, classifier, /*residual=*/Value(),
-                                     /*tile=*/ValueRange{}, /*swiglu=*/false);
+                                     /*tile=*/ValueRange{}, /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
   func::ReturnOp::create(b, loc, logits);
 }
 

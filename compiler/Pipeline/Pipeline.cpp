@@ -36,7 +36,7 @@ const char *stageNames() {
 }
 
 const std::vector<std::string> &fusionNames() {
-  static const std::vector<std::string> names = {"gate-up", "qkv", "residual"};
+  static const std::vector<std::string> names = {"gate-up", "qkv", "residual", "rmsnorm"};
   return names;
 }
 

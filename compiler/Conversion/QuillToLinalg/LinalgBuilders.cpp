@@ -72,6 +72,56 @@ Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {
   return arith::MulFOp::create(b, loc, silu, up);
 }
 
+namespace {
+/// Maps of a rank-`rank` loop nest: all dims, and all but the last.
+std::pair<AffineMap, AffineMap> rowMaps(OpBuilder &b, unsigned rank) {
+  SmallVector<AffineExpr> rowDims;
+  for (unsigned i = 0; i + 1 < rank; ++i)
+    rowDims.push_back(b.getAffineDimExpr(i));
+  return {b.getMultiDimIdentityMap(rank), AffineMap::get(rank, 0, rowDims, b.getContext())};
+}
+} // namespace
+
+Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned rank = type.getRank();
+  int64_t width = type.getDimSize(rank - 1);
+  auto fastMath = reductionFastMath(b);
+  auto [identity, toRow] = rowMaps(b, rank);
+  SmallVector<utils::IteratorType> reduceLast(rank, utils::IteratorType::parallel);
+  reduceLast.back() = utils::IteratorType::reduction;
+  SmallVector<int64_t> rowShape(type.getShape().drop_back());
+  SmallVector<OpFoldResult> rowSizes;
+  for (int64_t d : rowShape)
+    rowSizes.push_back(b.getIndexAttr(d));
+  // sum(x^2) per row.
+  Value sums = buildGeneric(
+      b, loc, ValueRange{input}, filledTensor(b, loc, rowSizes, 0.0f), {identity, toRow},
+      reduceLast, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value square = arith::MulFOp::create(nb, l, args[0], args[0], fastMath);
+        return arith::AddFOp::create(nb, l, args[1], square, fastMath);
+      });
+  // 1 / sqrt(sum / width + eps), in llama2.c's order.
+  return buildElementwise(
+      b, loc, ValueRange{sums}, tensor::EmptyOp::create(b, loc, rowShape, b.getF32Type()),
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value mean = arith::DivFOp::create(nb, l, args[0], f32Constant(nb, l, float(width)));
+        Value shifted = arith::AddFOp::create(nb, l, mean, f32Constant(nb, l, eps));
+        Value root = math::SqrtOp::create(nb, l, shifted);
+        return arith::DivFOp::create(nb, l, f32Constant(nb, l, 1.0f), root);
+      });
+}
+
+Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales) {
+  unsigned rank = cast<RankedTensorType>(values.getType()).getRank();
+  auto [identity, toRow] = rowMaps(b, rank);
+  SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+  return buildGeneric(b, loc, ValueRange{scales}, values, {toRow, identity}, parallel,
+                      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        return arith::MulFOp::create(nb, l, args[1], args[0]);
+                      });
+}
+
 Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
   if (value.getType() == type)
     return value;

@@ -39,6 +39,13 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
 /// silu(gate) * up = gate / (1 + exp(-gate)) * up, in llama2.c's order.
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up);
 
+/// 1 / sqrt(mean(x^2) + eps) of each row of `input` (the last dimension
+/// reduced): a 0-d tensor for one vector, [T] for T rows.
+Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps);
+
+/// `values` ([..., n]) times the per-row `scales` ([...]).
+Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales);
+
 /// A constant f32.
 Value f32Constant(OpBuilder &b, Location loc, float value);
 

@@ -256,6 +256,12 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
                                      op.getSwiglu())
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
                                      /*intermediate=*/op.getSwiglu());
+    if (std::optional<APFloat> eps = op.getNormEps()) {
+      // The folded RMSNorm: (W' x) times 1/rms(x), row by row. Every tile
+      // recomputes the scale from the whole input (a small reduction).
+      Value scales = buildRmsScales(b, loc, op.getInput(), eps->convertToFloat());
+      result = scaleRows(b, loc, result, scales);
+    }
     if (op.getSwiglu()) {
       // Rows alternate gate and up: output i = silu(row 2i) * row 2i+1.
       Value raw = result;

@@ -27,11 +27,15 @@ def Quill_WeightPackAttr : Quill_Attr<"WeightPack", "weight_pack"> {
     every part). Written by fusion passes; executed when the artifact's
     weights are laid out.
 
-    Example: `#quill.weight_pack<4096, "concat", ["l.wq", "l.wk", "l.wv"]>`
+    With `scale`, every row's columns are multiplied by the named vector
+    (an RMSNorm weight folded into the layer that follows it).
+
+    Example: `#quill.weight_pack<4096, "concat", ["l.wq", "l.wk", "l.wv"], scale "l.attention_norm">`
   }];
   let parameters = (ins "int64_t":$offset, StringRefParameter<"layout">:$layout,
-                        "::mlir::ArrayAttr":$parts);
-  let assemblyFormat = "`<` $offset `,` $layout `,` $parts `>`";
+                        "::mlir::ArrayAttr":$parts,
+                        OptionalParameter<"::mlir::StringAttr">:$scale);
+  let assemblyFormat = "`<` $offset `,` $layout `,` $parts (`,` `scale` $scale^)? `>`";
 }
 
 #endif // QUILL_ATTRS_TD

@@ -180,6 +180,14 @@ LogicalResult ConcatOp::verify() {
   if (rows != dimOf(getResult(), 0))
     return emitOpError("parts have ") << rows << " rows in all but the result has "
                                       << dimOf(getResult(), 0);
+  if (Value scale = getScale()) {
+    if (!scale.getDefiningOp<WeightOp>())
+      return emitOpError("scale must be a quill.weight: packing happens at compile time");
+    if (dimOf(scale, 0) != dimOf(getResult(), 1))
+      return emitOpError("scale") << weightName(scale) << " has " << dimOf(scale, 0)
+                                  << " elements but the parts have " << dimOf(getResult(), 1)
+                                  << " columns";
+  }
   return success();
 }
 

@@ -64,24 +64,27 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
   let hasVerifier = 1;
 }
 
-def Quill_ConcatOp : Quill_Op<"concat", [Pure]> {
+def Quill_ConcatOp : Quill_Op<"concat", [Pure, AttrSizedOperandSegments]> {
   let summary = "Rows of several weights packed into one weight at compile time";
   let description = [{
     The rows of every part, one part after another, or with `interleave`
     row by row (part 0 row 0, part 1 row 0, part 0 row 1, ...), so that one
     kernel streams them together. Parts must be `quill.weight`s with the same
     number of columns (and of rows, to interleave): the packing happens when
-    the artifact's weights are laid out, never at run time.
+    the artifact's weights are laid out, never at run time. With `scale %g`
+    (a named vector weight), every column k is also multiplied by g[k]: an
+    RMSNorm weight folded into the layer.
 
     ```mlir
     %wqkv = quill.concat %wq, %wk, %wv : (tensor<64x64xf32>, tensor<32x64xf32>,
         tensor<32x64xf32>) -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Variadic<Quill_Matrix>:$parts, UnitAttr:$interleave);
+  let arguments = (ins Variadic<Quill_Matrix>:$parts, Optional<Quill_Vector>:$scale,
+                       UnitAttr:$interleave);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
-    $parts attr-dict `:` functional-type($parts, $result)
+    $parts (`scale` $scale^ `:` type($scale))? attr-dict `:` functional-type($parts, $result)
   }];
   let hasVerifier = 1;
 }
@@ -176,7 +179,7 @@ class Quill_MatVecOp<string mnemonic, string what>
     : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
                        Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
-                       UnitAttr:$swiglu);
+                       UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight (`residual` $residual^ `:` type($residual))?
@@ -199,7 +202,9 @@ def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
     the op to output rows `[b, e)` and the result holds just those rows.
     Epilogues fused in: `residual %r` adds `%r` to the result (the residual
     connection); `swiglu` takes a weight whose rows alternate gate and up
-    rows and returns `silu(gate) * up`, half as many elements.
+    rows and returns `silu(gate) * up`, half as many elements. A prologue:
+    with `norm_eps`, the input is RMS-normalized first (its weight folded
+    into the weight's columns): `result = (W' x) / sqrt(mean(x^2) + eps)`.
 
     ```mlir
     %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>

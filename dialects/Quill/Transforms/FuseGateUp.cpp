@@ -44,10 +44,10 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
           {2 * weightType.getDimSize(0), weightType.getDimSize(1)}, weightType.getElementType());
       Value packed = ConcatOp::create(b, swiglu.getLoc(), packedType,
                                       ValueRange{gate.getWeight(), up.getWeight()},
-                                      /*interleave=*/true);
+                                      /*scale=*/Value(), /*interleave=*/true);
       Value fused = LinearOp::create(b, swiglu.getLoc(), swiglu.getType(), gate.getInput(), packed,
                                      /*residual=*/Value(), /*tile=*/ValueRange{},
-                                     /*swiglu=*/true);
+                                     /*swiglu=*/b.getUnitAttr(), /*normEps=*/FloatAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();
       gate.erase();

@@ -54,10 +54,10 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
     Location loc = last.getLoc();
     Value packed = ConcatOp::create(
         b, loc, RankedTensorType::get({rows, weightType.getDimSize(1)}, f32), weights,
-        /*interleave=*/false);
+        /*scale=*/Value(), /*interleave=*/false);
     Value fused = LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(),
                                    packed, /*residual=*/Value(), /*tile=*/ValueRange{},
-                                   /*swiglu=*/false);
+                                   /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     int64_t offset = 0;
     for (LinearOp linear : group) {
       Value part = SliceOp::create(b, loc, linear.getType(), fused, offset);

@@ -152,11 +152,16 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
         parts.push_back(StringAttr::get(ctx, name));
         key += name.str() + ",";
       }
+      StringAttr scale;
+      if (Value g = concat.getScale()) {
+        scale = StringAttr::get(ctx, g.getDefiningOp<WeightOp>().getName());
+        key += "scale:" + scale.str();
+      }
       auto [it, inserted] = plan.packOffsets.try_emplace(key, plan.weightBytes);
       if (inserted) {
         plan.packs.push_back(WeightPackAttr::get(
             ctx, plan.weightBytes, concat.getInterleave() ? "interleave" : "concat",
-            ArrayAttr::get(ctx, parts)));
+            ArrayAttr::get(ctx, parts), scale));
         plan.weightBytes += alignUp(byteSize(concat.getType()));
       }
       bind(concat, "weights", it->second);

@@ -59,6 +59,29 @@ def FuseQKV : Pass<"quill-fuse-qkv", "ModuleOp"> {
   }];
 }
 
+def FuseRMSNorm : Pass<"quill-fuse-rmsnorm", "ModuleOp"> {
+  let summary = "Folds RMSNorm into the linear layers that follow it";
+  let description = [{
+    `linear(rmsnorm(x, g), W)` becomes `linear(x, W')` with `norm_eps`:
+    W' = W diag(g) is packed at compile time (the `scale` of a
+    `quill.concat`) and the kernel scales each output by 1/rms(x), so the
+    normalized vector is never written to memory. Runs after the other
+    fusions, so one norm feeds one fused projection. Results agree with the
+    unfused graph to rounding (W'x is summed in another order than W(g x)).
+
+    Before:
+    ```mlir
+    %h = quill.rmsnorm %x, %g {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
+    %y = quill.linear %h, %w : tensor<64xf32>, tensor<128x64xf32> -> tensor<128xf32>
+    ```
+    After:
+    ```mlir
+    %p = quill.concat %w scale %g : tensor<64xf32> : (tensor<128x64xf32>) -> tensor<128x64xf32>
+    %y = quill.linear %x, %p {norm_eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<128x64xf32> -> tensor<128xf32>
+    ```
+  }];
+}
+
 def FuseResidual : Pass<"quill-fuse-residual", "ModuleOp"> {
   let summary = "Makes the residual add the epilogue of the linear layer before it";
   let description = [{

@@ -29,3 +29,19 @@ func.func @residual_epilogue(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %r: tensor
   %y = quill.linear %x, %w residual %r : tensor<16xf32> tile[%b, %e] : tensor<8xf32>, tensor<16x8xf32> -> tensor<?xf32>
   return %y : tensor<?xf32>
 }
+
+// -----
+
+// The folded norm: each output row times 1/sqrt(mean(x^2) + eps) of the
+// whole input, before any epilogue.
+// CHECK-LABEL: func.func @norm_prologue
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = []} ins(%[[SUM]] : tensor<f32>)
+// CHECK: math.sqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%[[S]] : tensor<f32>) outs(%[[Y]] : tensor<4xf32>)
+// CHECK: arith.mulf
+func.func @norm_prologue(%x: tensor<8xf32>, %w: tensor<4x8xf32>) -> tensor<4xf32> {
+  %y = quill.linear %x, %w {norm_eps = 1.0e-05 : f32} : tensor<8xf32>, tensor<4x8xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
