@@ -20,7 +20,7 @@ struct CompileOptions {
   std::string dumpDir;             ///< IR after every pass, numbered files.
   bool timing = false;             ///< Per-pass timing report on stderr.
   std::string cpu;                 ///< Empty: the host.
-  int64_t prefillTokens = 32;      ///< Tokens per prefill chunk; 0: no prefill step.
+  int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
   PipelineOptions pipeline;
 };
 

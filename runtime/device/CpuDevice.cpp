@@ -2,6 +2,7 @@
 #include "runtime/device/CpuDevice.h"
 
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
@@ -32,6 +33,9 @@ CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_
 
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
+  // Kernels keep their temporaries on the stack (a prefill chunk of a large
+  // model needs a few MB); give worker threads room for them.
+  static tbb::global_control stackSize(tbb::global_control::thread_stack_size, 64u << 20);
   if (Status s = checkCpuFeatures(requiredFeatures(artifact.target())); !s)
     return Status::error(artifact.path() + ": " + s.message());
   auto library = KernelLibrary::load(artifact.kernelLibraryData(),

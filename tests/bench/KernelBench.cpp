@@ -39,7 +39,7 @@ Fixture makeFixture(const ModelConfig &config, const std::string &name, int thre
   if (!writeSyntheticModel(model, config, 0, 7) || !writeSyntheticTokenizer(tokenizer, config.vocabSize))
     return f;
   std::string command = std::string(QUILL_BIN_DIR) + "/quill-compile " + model + " --tokenizer " +
-                        tokenizer + " -o " + artifact + " --prefill-chunk 32";
+                        tokenizer + " -o " + artifact + " --prefill-chunk 64";
   if (std::system(command.c_str()) != 0)
     return f;
   auto loaded = Artifact::open(artifact);
@@ -113,10 +113,10 @@ void BM_MatVecLogits(benchmark::State &state) {
   runKernel(state, layer110m(threadsArg(state)), false, "logits_768_32000x768", 0,
             32000.0 * 768 * 4, 2.0 * 32000 * 768);
 }
-// Prefill: the same weights times 32 tokens, bound by FMA throughput.
+// Prefill: the same weights times 64 tokens, bound by FMA throughput.
 void BM_MatMulGateUp(benchmark::State &state) {
-  runKernel(state, layer110m(threadsArg(state)), true, "linear_32x768_4096x768", 0,
-            4096.0 * 768 * 4, 2.0 * 32 * 4096 * 768);
+  runKernel(state, layer110m(threadsArg(state)), true, "linear_64x768_4096x768", 0,
+            4096.0 * 768 * 4, 2.0 * 64 * 4096 * 768);
 }
 // Attention over `range(1)` cached positions (12 heads of 64).
 void BM_Attention(benchmark::State &state) {

@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
       cl::value_desc("name,..."), cl::cat(category));
   cl::opt<int64_t> prefillChunk(
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
-      cl::init(32), cl::cat(category));
+      cl::init(64), cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
