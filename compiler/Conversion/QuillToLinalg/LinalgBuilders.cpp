@@ -63,6 +63,13 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
   return buildGeneric(b, loc, inputs, init, maps, iterators, body);
 }
 
+ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath) {
+  return [fastMath](OpBuilder &b, Location loc, ValueRange args) -> Value {
+    Value product = arith::MulFOp::create(b, loc, args[0], args[1], fastMath);
+    return arith::AddFOp::create(b, loc, args[2], product, fastMath);
+  };
+}
+
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {
   Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gate));
   Value one = f32Constant(b, loc, 1.0f);

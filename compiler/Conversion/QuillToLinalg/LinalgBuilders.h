@@ -36,6 +36,10 @@ Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
 Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
                        Value init, const ScalarBody &body);
 
+/// The body `acc + a * b` of a dot-product generic whose block arguments
+/// are (a, b, acc), with the reduction's fast-math flags.
+ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath);
+
 /// silu(gate) * up = gate / (1 + exp(-gate)) * up, in llama2.c's order.
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up);
 

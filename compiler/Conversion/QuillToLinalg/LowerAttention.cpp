@@ -124,10 +124,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         {map4({k, g, d}), map4({t, k, d}), map4({k, g, t})},
         {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
          IteratorType::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
-          return arith::AddFOp::create(nb, l, args[2], product, fastMath);
-        });
+        multiplyAccumulate(fastMath));
     Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
     scores = buildElementwise(b, loc, ValueRange{}, scores,
                               [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -172,10 +169,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         {map4({k, g, t}), map4({t, k, d}), map4({k, g, d})},
         {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction,
          IteratorType::parallel},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
-          return arith::AddFOp::create(nb, l, args[2], product, fastMath);
-        });
+        multiplyAccumulate(fastMath));
     return tensor::CollapseShapeOp::create(b, loc, out,
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }

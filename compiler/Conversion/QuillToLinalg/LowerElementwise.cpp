@@ -14,30 +14,20 @@ Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type) {
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
 }
 
-struct LowerAdd : OpRewritePattern<AddOp> {
-  using OpRewritePattern::OpRewritePattern;
+Value addScalars(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  return arith::AddFOp::create(b, loc, lhs, rhs);
+}
 
-  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+/// A two-operand elementwise op whose scalar function is `Combine`.
+template <typename OpTy, Value (*Combine)(OpBuilder &, Location, Value, Value)>
+struct LowerBinary : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
     Value result = buildElementwise(
-        rewriter, op.getLoc(), ValueRange{op.getLhs(), op.getRhs()},
-        emptyLike(rewriter, op.getLoc(), op.getType()),
+        rewriter, op.getLoc(), op->getOperands(), emptyLike(rewriter, op.getLoc(), op.getType()),
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::AddFOp::create(b, l, args[0], args[1]);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-struct LowerSwiGLU : OpRewritePattern<SwiGLUOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(SwiGLUOp op, PatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), ValueRange{op.getGate(), op.getUp()},
-        emptyLike(rewriter, op.getLoc(), op.getType()),
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return swigluScalar(b, l, args[0], args[1]);
+          return Combine(b, l, args[0], args[1]);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -107,5 +97,6 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
 } // namespace
 
 void mlir::quill::populateLowerElementwisePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAdd, LowerSwiGLU, LowerRoPE>(patterns.getContext());
+  patterns.add<LowerBinary<AddOp, addScalars>, LowerBinary<SwiGLUOp, swigluScalar>, LowerRoPE>(
+      patterns.getContext());
 }

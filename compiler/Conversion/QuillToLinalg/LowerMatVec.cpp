@@ -71,10 +71,7 @@ Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
       {AffineMap::get(2, 0, {r, k}, ctx), AffineMap::get(2, 0, {k}, ctx),
        AffineMap::get(2, 0, {r}, ctx)},
       {IteratorType::parallel, IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
-        return arith::AddFOp::create(nb, l, args[2], product, fastMath);
-      });
+      multiplyAccumulate(fastMath));
 }
 
 /// Rows [first, first + blocks * kRowBlock) of W @ x into `init`, the width
@@ -149,10 +146,7 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
       {AffineMap::get(3, 0, {t, k}, ctx), AffineMap::get(3, 0, {r, k}, ctx),
        AffineMap::get(3, 0, {t, r}, ctx)},
       {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value product = arith::MulFOp::create(nb, l, args[0], args[1], fastMath);
-        return arith::AddFOp::create(nb, l, args[2], product, fastMath);
-      });
+      multiplyAccumulate(fastMath));
 }
 
 /// Rows [first, first + blocks * kMatMulRows) of W times T token rows of X,
