@@ -70,6 +70,28 @@ ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath) {
   };
 }
 
+Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
+                 Value position, int64_t headDim, float theta) {
+  auto toF32 = [&](Value index) {
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+    return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64).getResult();
+  };
+  // llama2.c: freq = 1 / theta^(d / head_dim), angle = pos * freq.
+  Value ratio = arith::DivFOp::create(b, loc, toF32(d), f32Constant(b, loc, float(headDim)));
+  Value power = math::PowFOp::create(b, loc, f32Constant(b, loc, theta), ratio);
+  Value freq = arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f), power);
+  Value angle = arith::MulFOp::create(b, loc, toF32(position), freq);
+  Value cos = math::CosOp::create(b, loc, angle);
+  Value sin = math::SinOp::create(b, loc, angle);
+  Value even = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, cos),
+                                     arith::MulFOp::create(b, loc, v1, sin));
+  Value odd = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, sin),
+                                    arith::MulFOp::create(b, loc, v1, cos));
+  Value isOdd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, parity,
+                                      arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::SelectOp::create(b, loc, isOdd, odd, even);
+}
+
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {
   Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gate));
   Value one = f32Constant(b, loc, 1.0f);

@@ -40,6 +40,12 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
 /// are (a, b, acc), with the reduction's fast-math flags.
 ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath);
 
+/// Rotary embedding of one element of the pair (v0, v1): `parity` 0 gives
+/// the first output, 1 the second; `d` is the pair's first index within its
+/// head, `position` the token's position (all index values).
+Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
+                 Value position, int64_t headDim, float theta);
+
 /// silu(gate) * up = gate / (1 + exp(-gate)) * up, in llama2.c's order.
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up);
 

@@ -49,10 +49,6 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
     Value result = buildElementwise(
         rewriter, loc, ValueRange{}, emptyLike(rewriter, loc, op.getType()),
         [&](OpBuilder &b, Location l, ValueRange) -> Value {
-          auto toF32 = [&](Value index) {
-            Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), index);
-            return arith::SIToFPOp::create(b, l, b.getF32Type(), i64).getResult();
-          };
           unsigned rank = op.getType().getRank();
           Value i = linalg::IndexOp::create(b, l, rank - 1);
           Value position = pos;
@@ -65,29 +61,14 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value two = arith::ConstantIndexOp::create(b, l, 2);
           Value parity = arith::RemUIOp::create(b, l, i, two);
           Value first = arith::SubIOp::create(b, l, i, parity);
-          Value second = arith::AddIOp::create(
-              b, l, first, arith::ConstantIndexOp::create(b, l, 1));
-          Value d = arith::RemUIOp::create(
-              b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
-          Value ratio = arith::DivFOp::create(b, l, toF32(d),
-                                              f32Constant(b, l, float(headDim)));
-          Value power = math::PowFOp::create(b, l, f32Constant(b, l, theta), ratio);
-          Value freq = arith::DivFOp::create(b, l, f32Constant(b, l, 1.0f), power);
-          Value angle = arith::MulFOp::create(b, l, toF32(position), freq);
-          Value cos = math::CosOp::create(b, l, angle);
-          Value sin = math::SinOp::create(b, l, angle);
+          Value second = arith::AddIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, 1));
+          Value d = arith::RemUIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
           SmallVector<Value> at0(row), at1(row);
           at0.push_back(first);
           at1.push_back(second);
           Value v0 = tensor::ExtractOp::create(b, l, input, at0);
           Value v1 = tensor::ExtractOp::create(b, l, input, at1);
-          Value even = arith::SubFOp::create(b, l, arith::MulFOp::create(b, l, v0, cos),
-                                             arith::MulFOp::create(b, l, v1, sin));
-          Value odd = arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, v0, sin),
-                                            arith::MulFOp::create(b, l, v1, cos));
-          Value isOdd = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, parity,
-                                              arith::ConstantIndexOp::create(b, l, 0));
-          return arith::SelectOp::create(b, l, isOdd, odd, even);
+          return rotatePair(b, l, v0, v1, parity, d, position, headDim, theta);
         });
     rewriter.replaceOp(op, result);
     return success();

@@ -65,6 +65,8 @@ func.func @swiglu(%g: tensor<8xf32>, %u: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NEXT: %[[FIRST:.*]] = arith.subi %[[I]], %[[PAR]] : index
 // CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[FIRST]], %[[C1]] : index
 // CHECK-NEXT: %[[D:.*]] = arith.remui %[[FIRST]], %[[HD]] : index
+// CHECK-NEXT: %[[X0:.*]] = tensor.extract %[[Q]][%[[FIRST]]] : tensor<8xf32>
+// CHECK-NEXT: %[[X1:.*]] = tensor.extract %[[Q]][%[[SECOND]]] : tensor<8xf32>
 // CHECK-NEXT: %[[DI:.*]] = arith.index_cast %[[D]] : index to i64
 // CHECK-NEXT: %[[DF:.*]] = arith.sitofp %[[DI]] : i64 to f32
 // CHECK-NEXT: %[[RATIO:.*]] = arith.divf %[[DF]], %[[HDF]] : f32
@@ -75,8 +77,6 @@ func.func @swiglu(%g: tensor<8xf32>, %u: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NEXT: %[[ANGLE:.*]] = arith.mulf %[[PF]], %[[FREQ]] : f32
 // CHECK-NEXT: %[[COS:.*]] = math.cos %[[ANGLE]] : f32
 // CHECK-NEXT: %[[SIN:.*]] = math.sin %[[ANGLE]] : f32
-// CHECK-NEXT: %[[X0:.*]] = tensor.extract %[[Q]][%[[FIRST]]] : tensor<8xf32>
-// CHECK-NEXT: %[[X1:.*]] = tensor.extract %[[Q]][%[[SECOND]]] : tensor<8xf32>
 // CHECK-DAG: %[[X1SIN:.*]] = arith.mulf %[[X1]], %[[SIN]] : f32
 // CHECK-DAG: %[[X0COS:.*]] = arith.mulf %[[X0]], %[[COS]] : f32
 // CHECK-DAG: %[[X1COS:.*]] = arith.mulf %[[X1]], %[[COS]] : f32
