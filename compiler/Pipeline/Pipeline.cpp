@@ -36,7 +36,8 @@ const char *stageNames() {
 }
 
 const std::vector<std::string> &fusionNames() {
-  static const std::vector<std::string> names = {"gate-up", "qkv", "residual", "rmsnorm"};
+  static const std::vector<std::string> names = {"gate-up", "qkv", "residual", "rmsnorm",
+                                                 "rope-kv"};
   return names;
 }
 

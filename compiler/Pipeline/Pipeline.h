@@ -23,7 +23,7 @@ const char *stageName(Stage stage);
 const char *stageNames();
 
 /// The fusion passes of the quill stage, by short name, in pipeline order:
-/// "gate-up", "qkv", "residual", "rmsnorm".
+/// "gate-up", "qkv", "residual", "rmsnorm", "rope-kv".
 const std::vector<std::string> &fusionNames();
 
 struct PipelineOptions {

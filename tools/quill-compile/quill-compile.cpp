@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
                          cl::init(16), cl::cat(category));
   cl::list<std::string> disabledFusions(
       "disable-fusion", cl::CommaSeparated,
-      cl::desc("Switch off fusion passes (gate-up, qkv, residual, rmsnorm), for A/B comparisons"),
+      cl::desc("Switch off fusion passes (gate-up, qkv, residual, rmsnorm, rope-kv), for A/B comparisons"),
       cl::value_desc("name,..."), cl::cat(category));
   cl::opt<int64_t> prefillChunk(
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
   const auto &known = quill::fusionNames();
   for (const std::string &name : disabledFusions) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      llvm::errs() << "quill-compile: unknown fusion '" << name << "' (expected gate-up, qkv, residual or rmsnorm)\n";
+      llvm::errs() << "quill-compile: unknown fusion '" << name << "' (expected gate-up, qkv, residual, rmsnorm or rope-kv)\n";
       return 1;
     }
     options.pipeline.disabledFusions.insert(name);

@@ -221,6 +221,82 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
   return rowBlocks.getResult(0);
 }
 
+  /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
+  /// where the shapes allow, the leftover weight rows with a plain generic.
+Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
+                          bool intermediate) {
+    int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
+      return tensor::ExtractSliceOp::create(
+                 b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
+          .getResult();
+    };
+    auto emptyRows = [&](OpFoldResult count) -> Value {
+      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), count},
+                                     b.getF32Type());
+    };
+    Value init = intermediate ? scratchSlice(b, loc, {tokens, weightRows},
+                                             {b.getIndexAttr(tokens), rows}, std::nullopt)
+                              : emptyRows(rows);
+    if (width % kLanes != 0 || tokens % kTokenBlock != 0)
+      return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
+    OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
+    OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
+    Value result = blockedMatMul(b, loc, weight, input,
+                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                                 getValueOrCreateConstantIndexOp(b, loc, blocks), init);
+    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+    if (getConstantIntValue(tailRows) == 0)
+      return result;
+    Value tail = rowByRowMatMul(b, loc, sliceRows(addIndex(b, loc, firstRow, blocked), tailRows),
+                                input, emptyRows(tailRows));
+    return tensor::InsertSliceOp::create(
+        b, loc, tail, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), blocked},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), tailRows},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  /// W[firstRow : firstRow + rowCount] @ x: in row blocks where the width
+  /// allows, the leftover rows one at a time.
+Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
+                          bool intermediate) {
+    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
+      return tensor::ExtractSliceOp::create(
+                 b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
+          .getResult();
+    };
+    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    auto outputInit = [&]() -> Value {
+      if (intermediate)
+        return scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt);
+      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
+    };
+    if (width % kLanes != 0)
+      return rowByRowMatVec(b, loc, sliceRows(firstRow, rows), input, rows, outputInit());
+    OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
+    OpFoldResult blocked = mulIndex(b, loc, blocks, kRowBlock);
+    Value result = blockedMatVec(b, loc, weight, input,
+                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                                 getValueOrCreateConstantIndexOp(b, loc, blocks), outputInit());
+    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+    if (getConstantIntValue(tailRows) == 0)
+      return result;
+    OpFoldResult tailFirst = addIndex(b, loc, firstRow, blocked);
+    Value tail = rowByRowMatVec(
+        b, loc, sliceRows(tailFirst, tailRows), input, tailRows,
+        tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
+    return tensor::InsertSliceOp::create(b, loc, tail, result, ArrayRef<OpFoldResult>{blocked},
+                                         ArrayRef<OpFoldResult>{tailRows},
+                                         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
@@ -304,86 +380,91 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     return success();
   }
 
-private:
-  /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
-  /// where the shapes allow, the leftover weight rows with a plain generic.
-  static Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
-                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate) {
-    int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
-    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
-      return tensor::ExtractSliceOp::create(
-                 b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
-                 ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
-                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
-          .getResult();
-    };
-    auto emptyRows = [&](OpFoldResult count) -> Value {
-      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), count},
-                                     b.getF32Type());
-    };
-    Value init = intermediate ? scratchSlice(b, loc, {tokens, weightRows},
-                                             {b.getIndexAttr(tokens), rows}, std::nullopt)
-                              : emptyRows(rows);
-    if (width % kLanes != 0 || tokens % kTokenBlock != 0)
-      return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
-    OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
-    OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
-    Value result = blockedMatMul(b, loc, weight, input,
-                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
-                                 getValueOrCreateConstantIndexOp(b, loc, blocks), init);
-    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
-    if (getConstantIntValue(tailRows) == 0)
-      return result;
-    Value tail = rowByRowMatMul(b, loc, sliceRows(addIndex(b, loc, firstRow, blocked), tailRows),
-                                input, emptyRows(tailRows));
-    return tensor::InsertSliceOp::create(
-        b, loc, tail, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), blocked},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), tailRows},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-  }
+};
 
-  /// W[firstRow : firstRow + rowCount] @ x: in row blocks where the width
-  /// allows, the leftover rows one at a time.
-  static Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
-                          OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate) {
-    auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
-      return tensor::ExtractSliceOp::create(
-                 b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
-                 ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+/// quill.project_qkv: the rows [first, first + count) of W x (normalized
+/// first with norm_eps), Q and K rows rotated, and the K and V rows among
+/// them stored into row pos of the caches.
+struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ProjectQKVOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PatternRewriter &b = rewriter;
+    Value weight = op.getWeight();
+    int64_t rows = op.getWeight().getType().getDimSize(0);
+    int64_t width = op.getWeight().getType().getDimSize(1);
+    int64_t queryRows = op.getQueryRows(), kvWidth = op.getKvWidth();
+    int64_t headDim = op.getHeadDim();
+    float theta = op.getTheta().convertToFloat();
+    OpFoldResult first = b.getIndexAttr(0), count = b.getIndexAttr(rows);
+    if (op.isTiled()) {
+      first = op.getTile()[0];
+      count = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
+    }
+    Value raw = matVecRows(b, loc, weight, op.getInput(), first, count, width,
+                           /*intermediate=*/true);
+    if (std::optional<APFloat> eps = op.getNormEps())
+      raw = scaleRows(b, loc, raw, buildRmsScales(b, loc, op.getInput(), eps->convertToFloat()));
+
+    // Rotate the Q and K rows; V rows pass through.
+    Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);
+    Value pos = op.getPos();
+    Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
+    Value y = buildElementwise(
+        b, loc, ValueRange{}, init, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+          Value i = linalg::IndexOp::create(nb, l, 0);
+          Value row = arith::AddIOp::create(nb, l, firstValue, i);
+          // Tiles start at even rows, so a pair never straddles two tiles.
+          Value parity = arith::RemUIOp::create(nb, l, i, constant(2));
+          Value pairStart = arith::SubIOp::create(nb, l, i, parity);
+          Value v0 = tensor::ExtractOp::create(nb, l, raw, ValueRange{pairStart});
+          Value v1 = tensor::ExtractOp::create(
+              nb, l, raw, ValueRange{arith::AddIOp::create(nb, l, pairStart, constant(1))});
+          Value rowPairStart = arith::SubIOp::create(nb, l, row, parity);
+          Value d = arith::RemUIOp::create(nb, l, rowPairStart, constant(headDim));
+          Value rotated = rotatePair(nb, l, v0, v1, parity, d, pos, headDim, theta);
+          Value self = tensor::ExtractOp::create(nb, l, raw, ValueRange{i});
+          Value isRotated = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, row,
+                                                  constant(queryRows + kvWidth));
+          return arith::SelectOp::create(nb, l, isRotated, rotated, self);
+        });
+
+    // The K rows [queryRows, queryRows + kvWidth) and V rows after them that
+    // fall in this tile go to the caches (possibly none).
+    Value last = arith::AddIOp::create(b, loc, firstValue,
+                                       getValueOrCreateConstantIndexOp(b, loc, count));
+    auto store = [&](Value cache, int64_t partStart, int64_t partEnd) {
+      auto clamp = [&](Value v) {
+        Value low = arith::ConstantIndexOp::create(b, loc, partStart);
+        Value high = arith::ConstantIndexOp::create(b, loc, partEnd);
+        return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, low), high)
+            .getResult();
+      };
+      Value start = clamp(firstValue), stop = clamp(last);
+      Value size = arith::SubIOp::create(b, loc, stop, start);
+      Value part = tensor::ExtractSliceOp::create(
+          b, loc, y, ArrayRef<OpFoldResult>{arith::SubIOp::create(b, loc, start, firstValue).getResult()},
+          ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      Value column = arith::SubIOp::create(b, loc, start,
+                                           arith::ConstantIndexOp::create(b, loc, partStart));
+      return tensor::InsertSliceOp::create(
+                 b, loc, part, cache, ArrayRef<OpFoldResult>{pos, column},
+                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), size},
                  ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
           .getResult();
     };
-    int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-    auto outputInit = [&]() -> Value {
-      if (intermediate)
-        return scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt);
-      return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
-    };
-    if (width % kLanes != 0)
-      return rowByRowMatVec(b, loc, sliceRows(firstRow, rows), input, rows, outputInit());
-    OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
-    OpFoldResult blocked = mulIndex(b, loc, blocks, kRowBlock);
-    Value result = blockedMatVec(b, loc, weight, input,
-                                 getValueOrCreateConstantIndexOp(b, loc, firstRow),
-                                 getValueOrCreateConstantIndexOp(b, loc, blocks), outputInit());
-    OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
-    if (getConstantIntValue(tailRows) == 0)
-      return result;
-    OpFoldResult tailFirst = addIndex(b, loc, firstRow, blocked);
-    Value tail = rowByRowMatVec(
-        b, loc, sliceRows(tailFirst, tailRows), input, tailRows,
-        tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
-    return tensor::InsertSliceOp::create(b, loc, tail, result, ArrayRef<OpFoldResult>{blocked},
-                                         ArrayRef<OpFoldResult>{tailRows},
-                                         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value keys = store(op.getKeys(), queryRows, queryRows + kvWidth);
+    Value values = store(op.getValues(), queryRows + kvWidth, rows);
+    rewriter.replaceOp(op, {castTo(b, loc, y, op.getResult().getType()), keys, values});
+    return success();
   }
 };
 
 } // namespace
 
 void mlir::quill::populateLowerMatVecPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerMatVec<LinearOp>, LowerMatVec<LogitsOp>>(patterns.getContext());
+  patterns.add<LowerMatVec<LinearOp>, LowerMatVec<LogitsOp>, LowerProjectQKV>(
+      patterns.getContext());
 }

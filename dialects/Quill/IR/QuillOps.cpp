@@ -247,6 +247,25 @@ LogicalResult SwiGLUOp::verify() { return verifyStaticShapes(*this); }
 
 LogicalResult AddOp::verify() { return verifyStaticShapes(*this); }
 
+LogicalResult ProjectQKVOp::verify() {
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
+    return failure();
+  int64_t headDim = getHeadDim(), rows = dimOf(getWeight(), 0);
+  if (headDim <= 0 || headDim % 2 != 0)
+    return emitOpError("head_dim must be positive and even, got ") << headDim;
+  if (mismatch(dimOf(getWeight(), 1), dimOf(getInput(), 0)))
+    return emitOpError("weight") << weightName(getWeight()) << " has " << dimOf(getWeight(), 1)
+                                 << " columns but the input has " << dimOf(getInput(), 0);
+  int64_t queryRows = getQueryRows();
+  if (queryRows <= 0 || queryRows % headDim != 0 || getKvWidth() % headDim != 0)
+    return emitOpError("weight rows (") << rows << ") are not Q heads then K and V rows of "
+                                        << getKvWidth() << " in " << headDim << "-wide heads";
+  if (!isTiled() && mismatch(dimOf(getResult(), 0), rows))
+    return emitOpError("result has ") << dimOf(getResult(), 0) << " elements but the weight has "
+                                      << rows << " rows";
+  return success();
+}
+
 LogicalResult DispatchOp::verify() {
   if (getWork() <= 0 || getGrain() <= 0)
     return emitOpError("work and grain must be positive");

@@ -224,6 +224,44 @@ def Quill_LogitsOp : Quill_MatVecOp<"logits", "classifier"> {
   }];
 }
 
+def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
+    [MemoryEffects<[MemWrite]>,
+     AllTypesMatch<["keys", "values", "new_keys", "new_values"]>]> {
+  let summary = "The QKV projection with rotary embedding and the KV-cache write as epilogue";
+  let description = [{
+    `y = W x` (RMS-normalized first with `norm_eps`) over a weight whose rows
+    are Q, then K, then V (K and V as wide as a cache row). Q and K rows are
+    rotated (interleaved pairs, position `pos`); the K and V rows are also
+    written into row `pos` of `keys` and `values`. Returns `y` and the
+    updated caches. Inside a kernel, `tile [%b, %e]` restricts the op to
+    rows `[b, e)` of `y` (and the cache elements among them).
+
+    ```mlir
+    %y, %k1, %v1 = quill.project_qkv %x, %w into %k, %v at %pos
+        {head_dim = 8 : i64, theta = 1.0e+04 : f32}
+        : tensor<64xf32>, tensor<128x64xf32>, tensor<512x32xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$input, Quill_Matrix:$weight, Quill_Matrix:$keys,
+                       Quill_Matrix:$values, Index:$pos, Variadic<Index>:$tile,
+                       I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps);
+  let results = (outs Quill_Vector:$result, Quill_Matrix:$new_keys, Quill_Matrix:$new_values);
+  let assemblyFormat = [{
+    $input `,` $weight `into` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
+    `:` type($input) `,` type($weight) `,` type($keys) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
+    /// Elements of a cache row: the width of K and of V.
+    int64_t getKvWidth() { return getKeys().getType().getDimSize(1); }
+    /// Rows of Q: the weight's rows less K and V.
+    int64_t getQueryRows() {
+      return getWeight().getType().getDimSize(0) - 2 * getKvWidth();
+    }
+  }];
+}
+
 def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotary position embedding of interleaved pairs, per head";
   let description = [{

@@ -50,7 +50,7 @@ struct Tiling {
 
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   Tiling tiling;
-  if (isa<LinearOp, LogitsOp>(op)) {
+  if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
     tiling.work = rows;
@@ -180,6 +180,11 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
           byteSize(row.getType()));
     } else if (auto write = dyn_cast<KVWriteOp>(op)) {
       plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
+    } else if (auto project = dyn_cast<ProjectQKVOp>(op)) {
+      bind(project.getResult(), "scratch", plan.scratchBytes);
+      plan.scratchBytes += alignUp(byteSize(project.getResult().getType()));
+      plan.bindings[project.getNewKeys()] = plan.bindings.lookup(project.getKeys());
+      plan.bindings[project.getNewValues()] = plan.bindings.lookup(project.getValues());
     } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) &&
                !isa<func::ReturnOp>(op)) {
       return op.emitOpError("quill-outline-kernels: only quill ops can be "
@@ -202,7 +207,17 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
     auto tensor = cast<RankedTensorType>(type);
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
   };
-  bool inPlace = isa<KVWriteOp>(op); // Its result is its cache operand.
+  // kv_write's only result is its cache operand, updated in place; a QKV
+  // projection also updates its two caches in place besides its result.
+  bool inPlace = isa<KVWriteOp>(op);
+  SmallVector<std::pair<unsigned, Value>> aliased; // (result, cache operand)
+  if (auto write = dyn_cast<KVWriteOp>(op))
+    aliased.push_back({0, write.getCache()});
+  if (auto project = dyn_cast<ProjectQKVOp>(op))
+    aliased.append({{1, project.getKeys()}, {2, project.getValues()}});
+  auto isCache = [&](Value operand) {
+    return llvm::any_of(aliased, [&](auto &pair) { return pair.second == operand; });
+  };
 
   SmallVector<Type> argTypes;
   for (Value operand : op->getOperands())
@@ -232,14 +247,14 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
     mapping.map(step.getArgument(0), token);
   mapping.map(step.getArgument(1), pos);
   unsigned argIndex = 0;
-  Value cacheArg;
+  DenseMap<Value, Value> cacheArgs; // Cache operand -> its kernel argument.
   for (Value operand : op->getOperands()) {
     if (!isa<RankedTensorType>(operand.getType()))
       continue;
     Value arg = entry->getArgument(argIndex++);
-    bool writable = inPlace && operand == cast<KVWriteOp>(op).getCache();
+    bool writable = isCache(operand);
     if (writable)
-      cacheArg = arg;
+      cacheArgs[operand] = arg;
     auto tensor = bufferization::ToTensorOp::create(
         b, loc, operand.getType(), arg, b.getUnitAttr(),
         writable ? b.getUnitAttr() : UnitAttr());
@@ -247,7 +262,7 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   }
 
   Operation *clone = b.clone(*op, mapping);
-  Value destination = inPlace ? cacheArg : entry->getArgument(argIndex);
+  Value destination = inPlace ? Value() : entry->getArgument(argIndex);
   if (tiling.rowsPerUnit > 0) {
     // The kernel computes output columns [begin, end) * rowsPerUnit only
     // (of every token row, for [T, width] activations).
@@ -255,6 +270,8 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       linear.getTileMutable().append({begin, end});
     else if (auto logits = dyn_cast<LogitsOp>(clone))
       logits.getTileMutable().append({begin, end});
+    else if (auto project = dyn_cast<ProjectQKVOp>(clone))
+      project.getTileMutable().append({begin, end});
     else
       cast<AttentionOp>(clone).getTileMutable().append({begin, end});
     auto resultType = cast<RankedTensorType>(clone->getResult(0).getType());
@@ -276,10 +293,15 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
     strides.push_back(b.getIndexAttr(1));
     destination = memref::SubViewOp::create(b, loc, destination, offsets, sizes, strides);
   }
-  auto store = bufferization::MaterializeInDestinationOp::create(
-      b, loc, clone->getResult(0), destination);
-  store.setRestrict(true);
-  store.setWritable(true);
+  auto storeInto = [&](Value result, Value buffer) {
+    auto store = bufferization::MaterializeInDestinationOp::create(b, loc, result, buffer);
+    store.setRestrict(true);
+    store.setWritable(true);
+  };
+  if (!inPlace)
+    storeInto(clone->getResult(0), destination);
+  for (auto [result, cache] : aliased)
+    storeInto(clone->getResult(result), cacheArgs.lookup(cache));
   func::ReturnOp::create(b, loc);
   return kernel;
 }

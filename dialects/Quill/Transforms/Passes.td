@@ -82,6 +82,32 @@ def FuseRMSNorm : Pass<"quill-fuse-rmsnorm", "ModuleOp"> {
   }];
 }
 
+def FuseRopeKV : Pass<"quill-fuse-rope-kv", "ModuleOp"> {
+  let summary = "Makes rotary embedding and the KV-cache write the QKV projection's epilogue";
+  let description = [{
+    A fused QKV projection whose Q slice is rotated, whose K slice is
+    rotated and written into the key cache and whose V slice is written into
+    the value cache becomes one `quill.project_qkv`: the kernel that
+    computes the rows rotates them and stores K and V in the cache at once,
+    replacing four small kernels. Runs after the QKV and RMSNorm fusions.
+    Results are bitwise equal.
+
+    Before:
+    ```mlir
+    %y = quill.linear %x, %w : ... -> tensor<128xf32>
+    %q = quill.slice %y[0] ...   %qr = quill.rope %q at %pos ...
+    %k = quill.slice %y[64] ...  %kr = quill.rope %k at %pos ...
+    %k1 = quill.kv_write %kr into %kc at %pos ...
+    %v = quill.slice %y[96] ...  %v1 = quill.kv_write %v into %vc at %pos ...
+    ```
+    After:
+    ```mlir
+    %y, %k1, %v1 = quill.project_qkv %x, %w into %kc, %vc at %pos {head_dim = 8 : i64, ...}
+    %qr = quill.slice %y[0] ...
+    ```
+  }];
+}
+
 def FuseResidual : Pass<"quill-fuse-residual", "ModuleOp"> {
   let summary = "Makes the residual add the epilogue of the linear layer before it";
   let description = [{

@@ -9,20 +9,22 @@
 
 // linalg stage: every quill compute op is lowered inside its kernel.
 // LINALG-LABEL: quill.schedule "step"
-// LINALG-COUNT-11: quill.dispatch
-// LINALG-LABEL: func.func @linear_8_16x8(
+// LINALG-COUNT-7: quill.dispatch
+// LINALG-LABEL: func.func @project_qkv_8_16x8_32x4_32x4(
 // LINALG: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // LINALG-NOT: quill.{{(weight|kv_cache|kv_write|embedding|rmsnorm|linear|logits|rope|attention|swiglu|add) }}
 
 // loops stage: memrefs, loops, arith and math only; temporaries on the stack.
 // LOOPS-LABEL: quill.schedule "step"
-// LOOPS-COUNT-11: quill.dispatch
-// The QKV projection with the attention norm folded in: 1/rms inside.
-// LOOPS-LABEL: func.func @linear_8_16x8(
-// LOOPS: memref.subview
+// LOOPS-COUNT-7: quill.dispatch
+// The QKV projection with the attention norm folded in (1/rms inside),
+// rotary embedding and the cache rows written as its epilogue.
+// LOOPS-LABEL: func.func @project_qkv_8_16x8_32x4_32x4(
 // LOOPS: scf.for
 // LOOPS: arith.mulf {{.*}} fastmath<reassoc,contract>
 // LOOPS: math.sqrt
+// LOOPS: math.cos
+// LOOPS: memref.subview
 // LOOPS-LABEL: func.func @attention_8_32x4_32x4(
 // LOOPS: memref.alloca() {{.*}}: memref<2x2x32xf32>
 // LOOPS: math.exp
@@ -50,10 +52,6 @@
 // LLVM-LABEL: quill.schedule "step"
 // LLVM-NEXT: quill.dispatch @[[EMB:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[LQ:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[ROPEQ:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[ROPEK:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[KVW:[a-z0-9_]+]](
-// LLVM-NEXT: quill.dispatch @[[KVW]](
 // LLVM-NEXT: quill.dispatch @[[ATT:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[ADD:[a-z0-9_]+]](
 // LLVM-NEXT: quill.dispatch @[[SWIGLU:[a-z0-9_]+]](
@@ -63,9 +61,6 @@
 // LLVM-DAG: llvm.func internal @[[EMB]]_body(
 // LLVM-DAG: llvm.func internal @[[NORM]]_body(
 // LLVM-DAG: llvm.func internal @[[LQ]]_body(
-// LLVM-DAG: llvm.func internal @[[ROPEQ]]_body(
-// LLVM-DAG: llvm.func internal @[[ROPEK]]_body(
-// LLVM-DAG: llvm.func internal @[[KVW]]_body(
 // LLVM-DAG: llvm.func internal @[[ATT]]_body(
 // LLVM-DAG: llvm.func internal @[[ADD]]_body(
 // LLVM-DAG: llvm.func internal @[[SWIGLU]]_body(
@@ -73,9 +68,6 @@
 // LLVM-DAG: llvm.func @[[EMB]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[NORM]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[LQ]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
-// LLVM-DAG: llvm.func @[[ROPEQ]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
-// LLVM-DAG: llvm.func @[[ROPEK]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
-// LLVM-DAG: llvm.func @[[KVW]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[ATT]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[ADD]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
 // LLVM-DAG: llvm.func @[[SWIGLU]](%{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64) {
@@ -83,9 +75,6 @@
 // LLVM-DAG: llvm.call @[[EMB]]_body(
 // LLVM-DAG: llvm.call @[[NORM]]_body(
 // LLVM-DAG: llvm.call @[[LQ]]_body(
-// LLVM-DAG: llvm.call @[[ROPEQ]]_body(
-// LLVM-DAG: llvm.call @[[ROPEK]]_body(
-// LLVM-DAG: llvm.call @[[KVW]]_body(
 // LLVM-DAG: llvm.call @[[ATT]]_body(
 // LLVM-DAG: llvm.call @[[ADD]]_body(
 // LLVM-DAG: llvm.call @[[SWIGLU]]_body(
