@@ -29,10 +29,11 @@ int main(int argc, char **argv) {
                      cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Artifact to write"), cl::value_desc("file"),
                               cl::cat(category));
-  cl::opt<std::string> emit("emit",
-                            cl::desc(std::string("Print the module at one stage and stop: ") +
-                                     quill::stageNames()),
-                            cl::value_desc("stage"), cl::cat(category));
+  // cl::desc keeps a StringRef: the text must outlive the option.
+  static const std::string emitHelp =
+      std::string("Print the module at one stage and stop: ") + quill::stageNames();
+  cl::opt<std::string> emit("emit", cl::desc(emitHelp), cl::value_desc("stage"),
+                            cl::cat(category));
   cl::opt<std::string> dumpDir("dump-ir-after-all",
                                cl::desc("Write the IR after every pass to numbered files in DIR"),
                                cl::value_desc("DIR"), cl::cat(category));
