@@ -35,6 +35,15 @@ __attribute__((noinline)) void operator delete(void *p) noexcept {
 __attribute__((noinline)) void operator delete(void *p, std::size_t) noexcept {
   std::free(p);
 }
+// The nothrow forms (std::stable_sort's temporary buffer uses them) must come
+// from the same allocator as the plain ones they are freed with.
+__attribute__((noinline)) void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
+  gAllocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size ? size : 1);
+}
+__attribute__((noinline)) void operator delete(void *p, const std::nothrow_t &) noexcept {
+  std::free(p);
+}
 
 using namespace quill;
 
