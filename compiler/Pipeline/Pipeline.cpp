@@ -51,6 +51,7 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
     for (const std::string &fusion : fusionNames())
       if (!options.disabledFusions.count(fusion))
         pipeline += ",quill-fuse-" + fusion;
+    pipeline += ",quill-split-attention{chunk=" + std::to_string(options.attentionChunk) + "}";
     return pipeline + ",cse";
   }
   case Stage::Kernels:

@@ -29,6 +29,7 @@ const std::vector<std::string> &fusionNames();
 struct PipelineOptions {
   int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
   std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
+  int64_t attentionChunk = 256; ///< Flash-decoding chunk of cached positions; 0: off.
 };
 
 /// The textual pass pipeline that runs the passes of `stage` alone (the step

@@ -32,6 +32,28 @@ TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
   }
 }
 
+TEST(Determinism, FlashDecodingMergesInAFixedOrder) {
+  // A 1024-position cache split into chunks, 2 kv heads: the chunk units are
+  // spread over the threads, the merge order must not depend on that.
+  ModelConfig c;
+  c.dim = 128, c.hiddenDim = 256, c.nLayers = 1, c.nHeads = 8, c.nKvHeads = 2;
+  c.vocabSize = 512, c.seqLen = 1024, c.sharedClassifier = true;
+  std::string artifact =
+      compileArtifact(synthesizeModel(c, "det-flash"), syntheticTokenizer(512), "det-flash");
+  ASSERT_FALSE(artifact.empty());
+  LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
+  ASSERT_TRUE(one.device && two.device);
+  for (int pos = 0; pos < 300; ++pos) {
+    int token = (pos * 37 + 1) % c.vocabSize;
+    one.device->step(token, pos);
+    two.device->step(token, pos);
+    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(),
+                          sizeof(float) * c.vocabSize),
+              0)
+        << "position " << pos;
+  }
+}
+
 TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
   ModelConfig c;
   c.dim = 512, c.hiddenDim = 1376, c.nLayers = 2, c.nHeads = 8, c.nKvHeads = 4;

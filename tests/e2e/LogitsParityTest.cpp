@@ -154,6 +154,14 @@ TEST(LogitsParity, LargeEnoughToSplitAcrossThreads) {
   expectParity(synthesizeModel(c, "split"), syntheticTokenizer(4096), "split", 24, 2);
 }
 
+TEST(LogitsParity, FlashDecodingAttentionAcrossChunks) {
+  // A 1024-position cache is split into 4 chunks of 256 (flash-decoding);
+  // 300 positions cross the first chunk boundary. Two kv heads only: the
+  // chunks are what gives the threads work.
+  ModelConfig c = shape(128, 256, 2, 8, 2, 512, 1024, false);
+  expectParity(synthesizeModel(c, "flash"), syntheticTokenizer(512), "flash", 300, 2);
+}
+
 TEST(LogitsParity, Avx2CodeAgreesToo) {
   // Kernels built for AVX2 (no AVX-512) must run here and agree as well.
   ModelConfig c = shape(200, 520, 2, 10, 2, 512, 64, false);

@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> prefillChunk(
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
       cl::init(64), cl::cat(category));
+  cl::opt<int64_t> attentionChunk(
+      "attention-chunk",
+      cl::desc("Cached positions per unit of split (flash-decoding) attention, used for caches of "
+               "at least 4 chunks (0: never split)"),
+      cl::init(256), cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -84,6 +89,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.prefillTokens = prefillChunk;
+  if (attentionChunk < 0) {
+    llvm::errs() << "quill-compile: --attention-chunk must not be negative\n";
+    return 1;
+  }
+  options.pipeline.attentionChunk = attentionChunk;
   const auto &known = quill::fusionNames();
   for (const std::string &name : disabledFusions) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {

@@ -23,6 +23,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);
     populateLowerAttentionPatterns(patterns);
+    populateLowerFlashAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult leftover = getOperation().walk([](Operation *op) {

@@ -15,5 +15,7 @@ void populateLowerElementwisePatterns(RewritePatternSet &patterns);
 void populateLowerStatePatterns(RewritePatternSet &patterns);
 /// quill.attention.
 void populateLowerAttentionPatterns(RewritePatternSet &patterns);
+/// quill.attention_partial and quill.attention_merge (flash-decoding).
+void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::quill

@@ -266,6 +266,38 @@ LogicalResult ProjectQKVOp::verify() {
   return success();
 }
 
+LogicalResult AttentionPartialOp::verify() {
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
+    return failure();
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), width = dimOf(getQuery(), 0);
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0 || width % heads != 0)
+    return emitOpError("num_heads (") << heads << ") must be a positive multiple of num_kv_heads ("
+                                      << kvHeads << ") dividing the query's " << width;
+  if (getChunk() <= 0)
+    return emitOpError("chunk must be positive");
+  if (getKeys().getType() != getValues().getType() ||
+      dimOf(getKeys(), 1) != getHeadDim() * kvHeads)
+    return emitOpError("caches must be [context, ") << getHeadDim() * kvHeads << "]";
+  int64_t rowWidth = getGroup() * (getHeadDim() + 2);
+  if (mismatch(dimOf(getResult(), 1), rowWidth) ||
+      (!isTiled() && mismatch(dimOf(getResult(), 0), kvHeads * getChunks())))
+    return emitOpError("result must be [kv heads x chunks, group x (head_dim + 2)] = [")
+           << kvHeads * getChunks() << ", " << rowWidth << "]";
+  return success();
+}
+
+LogicalResult AttentionMergeOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), width = dimOf(getResult(), 0);
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0 || width % heads != 0)
+    return emitOpError("num_heads must be a positive multiple of num_kv_heads dividing the result");
+  int64_t headDim = width / heads, group = heads / kvHeads;
+  if (dimOf(getPartials(), 1) != group * (headDim + 2) || dimOf(getPartials(), 0) % kvHeads != 0)
+    return emitOpError("partials must be [kv heads x chunks, ") << group * (headDim + 2) << "]";
+  return success();
+}
+
 LogicalResult DispatchOp::verify() {
   if (getWork() <= 0 || getGrain() <= 0)
     return emitOpError("work and grain must be positive");

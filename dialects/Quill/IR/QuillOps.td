@@ -313,6 +313,62 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
   }];
 }
 
+def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Pure]> {
+  let summary = "Attention over one chunk of cached positions, unnormalized";
+  let description = [{
+    Flash-decoding's first half. Unit `u = k * chunks + c` covers kv head `k`
+    and cached positions `[c * chunk, min((c + 1) * chunk, pos + 1))`; row
+    `u` of the result holds, for each of the kv head's query heads in turn,
+    the unnormalized weighted sum of values (`head_dim` elements), the
+    chunk's maximum score and its sum of `exp(score - max)`. A chunk past
+    `pos` is empty: max `-inf`, sum 0. Inside a kernel, `tile [%b, %e]`
+    restricts the op to units `[b, e)` (rows of the result).
+
+    ```mlir
+    %p = quill.attention_partial %q, %k, %v at %pos {chunk = 256 : i64, num_heads = 32 : i64,
+        num_kv_heads = 4 : i64} : tensor<2048xf32>, tensor<2048x256xf32>, tensor<2048x256xf32>
+        -> tensor<32x528xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Vector:$query, Quill_Matrix:$keys, Quill_Matrix:$values,
+                       Index:$pos, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$chunk,
+                       Variadic<Index>:$tile);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
+    `:` type($query) `,` type($keys) `,` type($values) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(0) / getNumHeads(); }
+    int64_t getGroup() { return getNumHeads() / getNumKvHeads(); }
+    int64_t getChunks() {
+      int64_t context = getKeys().getType().getDimSize(0);
+      return (context + getChunk() - 1) / getChunk();
+    }
+  }];
+}
+
+def Quill_AttentionMergeOp : Quill_Op<"attention_merge", [Pure]> {
+  let summary = "Combines the chunks of quill.attention_partial, in chunk order";
+  let description = [{
+    Flash-decoding's second half: for each query head, with M the largest
+    chunk maximum, `out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c`,
+    the chunks taken in a fixed order so the result never depends on how
+    the partials were computed.
+
+    ```mlir
+    %o = quill.attention_merge %p {num_heads = 32 : i64, num_kv_heads = 4 : i64}
+        : tensor<32x528xf32> -> tensor<2048xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$partials, I64Attr:$num_heads, I64Attr:$num_kv_heads);
+  let results = (outs Quill_Vector:$result);
+  let assemblyFormat = "$partials attr-dict `:` type($partials) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Quill_SwiGLUOp : Quill_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
   let summary = "SwiGLU activation: `silu(gate) * up`";
   let description = [{

@@ -46,6 +46,7 @@ struct MemoryPlan {
 /// elements, in chunks of `grain` units.
 struct Tiling {
   int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
+  bool leading = false; ///< Units are rows of the result, not columns.
 };
 
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
@@ -56,6 +57,11 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
     tiling.work = rows;
     tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows));
     tiling.rowsPerUnit = 1;
+  } else if (auto partial = dyn_cast<AttentionPartialOp>(op)) {
+    // One unit per kv head and chunk of positions: a row of the result.
+    tiling.work = partial.getNumKvHeads() * partial.getChunks();
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
     tiling.work = attention.getNumKvHeads();
@@ -272,25 +278,26 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       logits.getTileMutable().append({begin, end});
     else if (auto project = dyn_cast<ProjectQKVOp>(clone))
       project.getTileMutable().append({begin, end});
+    else if (auto partial = dyn_cast<AttentionPartialOp>(clone))
+      partial.getTileMutable().append({begin, end});
     else
       cast<AttentionOp>(clone).getTileMutable().append({begin, end});
     auto resultType = cast<RankedTensorType>(clone->getResult(0).getType());
     SmallVector<int64_t> shape(resultType.getShape());
-    shape.back() = ShapedType::kDynamic;
+    unsigned tiledDim = tiling.leading ? 0 : shape.size() - 1;
+    shape[tiledDim] = ShapedType::kDynamic;
     clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
     Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
     Value offset = arith::MulIOp::create(b, loc, begin, unit);
     Value units = arith::SubIOp::create(b, loc, end, begin);
     Value size = arith::MulIOp::create(b, loc, units, unit);
     SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (int64_t d : resultType.getShape().drop_back()) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(b.getIndexAttr(d));
+    for (auto [dim, extent] : llvm::enumerate(resultType.getShape())) {
+      bool tiled = dim == tiledDim;
+      offsets.push_back(tiled ? OpFoldResult(offset) : b.getIndexAttr(0));
+      sizes.push_back(tiled ? OpFoldResult(size) : b.getIndexAttr(extent));
       strides.push_back(b.getIndexAttr(1));
     }
-    offsets.push_back(offset);
-    sizes.push_back(size);
-    strides.push_back(b.getIndexAttr(1));
     destination = memref::SubViewOp::create(b, loc, destination, offsets, sizes, strides);
   }
   auto storeInto = [&](Value result, Value buffer) {

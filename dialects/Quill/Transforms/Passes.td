@@ -127,6 +127,32 @@ def FuseResidual : Pass<"quill-fuse-residual", "ModuleOp"> {
   }];
 }
 
+def SplitAttention : Pass<"quill-split-attention", "ModuleOp"> {
+  let summary = "Splits attention over long caches into chunks merged in a fixed order";
+  let description = [{
+    Flash-decoding for one query vector: `quill.attention` over a cache of at
+    least 4 chunks becomes `quill.attention_partial` (one unit per kv head
+    and chunk of cached positions, so even a model with few kv heads keeps
+    every thread busy at long contexts) and `quill.attention_merge`, which
+    combines the chunks in chunk order: the result does not depend on the
+    thread count.
+
+    Before:
+    ```mlir
+    %o = quill.attention %q, %k, %v at %pos {...} : ... -> tensor<2048xf32>
+    ```
+    After:
+    ```mlir
+    %p = quill.attention_partial %q, %k, %v at %pos {chunk = 256 : i64, ...} : ... -> tensor<32x528xf32>
+    %o = quill.attention_merge %p {...} : tensor<32x528xf32> -> tensor<2048xf32>
+    ```
+  }];
+  let options = [
+    Option<"chunk", "chunk", "int64_t", /*default=*/"256",
+           "Cached positions per unit of work (0: no splitting)">
+  ];
+}
+
 def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
   let summary = "Outlines each quill op of @step into a kernel and plans memory";
   let description = [{

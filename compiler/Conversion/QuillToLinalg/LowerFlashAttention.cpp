@@ -1,0 +1,244 @@
+// quill.attention_partial / quill.attention_merge -> linalg: attention over
+// chunks of the cache, then the chunks combined in a fixed order.
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+using utils::IteratorType;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionPartialOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PatternRewriter &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    const int64_t kvHeads = op.getNumKvHeads(), group = op.getGroup();
+    const int64_t headDim = op.getHeadDim(), chunk = op.getChunk(), chunks = op.getChunks();
+    const int64_t context = op.getKeys().getType().getDimSize(0);
+    const int64_t rowWidth = group * (headDim + 2);
+    auto f32 = b.getF32Type();
+    auto index = [&](OpBuilder &nb, int64_t v) -> OpFoldResult { return nb.getIndexAttr(v); };
+    auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(nb, l, v);
+    };
+
+    Value first = constant(b, loc, 0), last = constant(b, loc, kvHeads * chunks);
+    if (op.isTiled()) {
+      first = op.getTile()[0];
+      last = op.getTile()[1];
+    }
+    Value count = arith::SubIOp::create(b, loc, last, first);
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(rowWidth)}, f32);
+    // Views: q as [kv head, group, d]; caches as [position, kv head, d].
+    Value query = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32), op.getQuery(),
+        SmallVector<ReassociationIndices>{{0, 1, 2}});
+    auto cacheView = [&](Value cache) -> Value {
+      return tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
+          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    };
+    Value keys = cacheView(op.getKeys()), values = cacheView(op.getValues());
+    Value positions = arith::AddIOp::create(b, loc, op.getPos(), constant(b, loc, 1));
+    auto fastMath = reductionFastMath(b);
+    Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
+
+    auto loop = scf::ForOp::create(
+        b, loc, first, last, constant(b, loc, 1), ValueRange{init},
+        [&](OpBuilder &nb, Location l, Value unit, ValueRange carried) {
+          Value head = arith::DivUIOp::create(nb, l, unit, constant(nb, l, chunks));
+          Value part = arith::RemUIOp::create(nb, l, unit, constant(nb, l, chunks));
+          // Positions [start, start + n) of this chunk; n may be 0.
+          Value start = arith::MulIOp::create(nb, l, part, constant(nb, l, chunk));
+          Value stop = arith::MinUIOp::create(
+              nb, l, arith::AddIOp::create(nb, l, start, constant(nb, l, chunk)), positions);
+          Value n = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, stop, start), start);
+          OpFoldResult nf = n;
+          Value q = tensor::ExtractSliceOp::create(
+              nb, l, RankedTensorType::get({group, headDim}, f32), query,
+              ArrayRef<OpFoldResult>{head, index(nb, 0), index(nb, 0)},
+              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, group), index(nb, headDim)},
+              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
+          auto rows = [&](Value view) -> Value {
+            return tensor::ExtractSliceOp::create(
+                nb, l, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32), view,
+                ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
+                ArrayRef<OpFoldResult>{nf, index(nb, 1), index(nb, headDim)},
+                ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
+          };
+          Value k = rows(keys), v = rows(values);
+          AffineExpr g, t, d;
+          bindDims(ctx, g, t, d);
+          auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
+          auto map2 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(2, 0, e, ctx); };
+          // scores[g, t] = q[g] . K[t] / sqrt(head_dim)
+          Value scores = scratchSlice(nb, l, {group, chunk}, {index(nb, group), nf}, 0.0f);
+          scores = buildGeneric(nb, l, ValueRange{q, k}, scores,
+                                {map3({g, d}), map3({t, d}), map3({g, t})},
+                                {IteratorType::parallel, IteratorType::parallel,
+                                 IteratorType::reduction},
+                                multiplyAccumulate(fastMath));
+          scores = buildElementwise(nb, l, ValueRange{}, scores,
+                                    [&](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                                      return arith::DivFOp::create(bb, bl, args[0], root);
+                                    });
+          AffineExpr g2, t2;
+          bindDims(ctx, g2, t2);
+          SmallVector<IteratorType> reduceT = {IteratorType::parallel, IteratorType::reduction};
+          Value max = buildGeneric(
+              nb, l, ValueRange{scores}, filledTensor(nb, l, {index(nb, group)}, kNegInf),
+              {map2({g2, t2}), map2({g2})}, reduceT,
+              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                return arith::MaximumFOp::create(bb, bl, args[1], args[0]);
+              });
+          Value exps = buildGeneric(
+              nb, l, ValueRange{max}, scores, {map2({g2}), map2({g2, t2})},
+              {IteratorType::parallel, IteratorType::parallel},
+              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                return math::ExpOp::create(bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
+              });
+          Value sum = buildGeneric(
+              nb, l, ValueRange{exps}, filledTensor(nb, l, {index(nb, group)}, 0.0f),
+              {map2({g2, t2}), map2({g2})}, reduceT,
+              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                return arith::AddFOp::create(bb, bl, args[1], args[0]);
+              });
+          // o[g, d] = sum_t e[g, t] V[t, d], loops (g, t, d).
+          Value o = buildGeneric(
+              nb, l, ValueRange{exps, v},
+              filledTensor(nb, l, {index(nb, group), index(nb, headDim)}, 0.0f),
+              {map3({g, t}), map3({t, d}), map3({g, d})},
+              {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
+              multiplyAccumulate(fastMath));
+          // The row: per query head, o (head_dim), max, sum.
+          Value row = tensor::EmptyOp::create(nb, l, ArrayRef<int64_t>{group, headDim + 2}, f32);
+          auto put = [&](Value piece, int64_t column, int64_t width) {
+            row = tensor::InsertSliceOp::create(
+                nb, l, piece, row, ArrayRef<OpFoldResult>{index(nb, 0), index(nb, column)},
+                ArrayRef<OpFoldResult>{index(nb, group), index(nb, width)},
+                ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1)});
+          };
+          put(o, 0, headDim);
+          put(max, headDim, 1);
+          put(sum, headDim + 1, 1);
+          Value flat = tensor::CollapseShapeOp::create(
+              nb, l, row, SmallVector<ReassociationIndices>{{0, 1}});
+          Value at = arith::SubIOp::create(nb, l, unit, first);
+          Value out = tensor::InsertSliceOp::create(
+              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{at, index(nb, 0)},
+              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, rowWidth)},
+              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1)});
+          scf::YieldOp::create(nb, l, ValueRange{out});
+        });
+    rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+    return success();
+  }
+};
+
+struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionMergeOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PatternRewriter &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    const int64_t kvHeads = op.getNumKvHeads();
+    const int64_t group = op.getNumHeads() / kvHeads;
+    const int64_t headDim = op.getType().getDimSize(0) / op.getNumHeads();
+    const int64_t chunks = op.getPartials().getType().getDimSize(0) / kvHeads;
+    auto f32 = b.getF32Type();
+    auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+    // [kv head, chunk, group, head_dim + 2]
+    Value p = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kvHeads, chunks, group, headDim + 2}, f32),
+        op.getPartials(), SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+    auto column = [&](int64_t at, int64_t width) -> Value {
+      SmallVector<int64_t> shape = {kvHeads, chunks, group};
+      if (width > 1)
+        shape.push_back(width);
+      return tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get(shape, f32), p,
+          ArrayRef<OpFoldResult>{index(0), index(0), index(0), index(at)},
+          ArrayRef<OpFoldResult>{index(kvHeads), index(chunks), index(group), index(width)},
+          ArrayRef<OpFoldResult>{index(1), index(1), index(1), index(1)});
+    };
+    Value o = column(0, headDim), m = column(headDim, 1), l = column(headDim + 1, 1);
+    AffineExpr k, c, g, d;
+    bindDims(ctx, k, c, g, d);
+    auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
+    auto map4 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(4, 0, e, ctx); };
+    AffineExpr k3 = getAffineDimExpr(0, ctx), c3 = getAffineDimExpr(1, ctx),
+               g3 = getAffineDimExpr(2, ctx);
+    // Loops (k, c, g): chunks in ascending order, a fixed merge order.
+    SmallVector<IteratorType> overChunks = {IteratorType::parallel, IteratorType::reduction,
+                                            IteratorType::parallel};
+    Value best = buildGeneric(b, loc, ValueRange{m},
+                              filledTensor(b, loc, {index(kvHeads), index(group)}, kNegInf),
+                              {map3({k3, c3, g3}), map3({k3, g3})}, overChunks,
+                              [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+                                return arith::MaximumFOp::create(nb, nl, args[1], args[0]);
+                              });
+    // w[k, c, g] = exp(m - M): 0 for empty chunks (m = -inf).
+    Value weights = buildGeneric(
+        b, loc, ValueRange{m, best},
+        tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kvHeads, chunks, group}, f32),
+        {map3({k3, c3, g3}), map3({k3, g3}), map3({k3, c3, g3})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel},
+        [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+          return math::ExpOp::create(nb, nl, arith::SubFOp::create(nb, nl, args[0], args[1]));
+        });
+    Value total = buildGeneric(b, loc, ValueRange{weights, l},
+                               filledTensor(b, loc, {index(kvHeads), index(group)}, 0.0f),
+                               {map3({k3, c3, g3}), map3({k3, c3, g3}), map3({k3, g3})},
+                               overChunks,
+                               [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+                                 Value scaled = arith::MulFOp::create(nb, nl, args[0], args[1]);
+                                 return arith::AddFOp::create(nb, nl, args[2], scaled);
+                               });
+    // out[k, g, d] = sum_c w o / total, loops (k, c, g, d).
+    Value sums = buildGeneric(
+        b, loc, ValueRange{weights, o},
+        filledTensor(b, loc, {index(kvHeads), index(group), index(headDim)}, 0.0f),
+        {map4({k, c, g}), map4({k, c, g, d}), map4({k, g, d})},
+        {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel,
+         IteratorType::parallel},
+        [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+          Value scaled = arith::MulFOp::create(nb, nl, args[0], args[1]);
+          return arith::AddFOp::create(nb, nl, args[2], scaled);
+        });
+    AffineExpr k2 = getAffineDimExpr(0, ctx), g2 = getAffineDimExpr(1, ctx),
+               d2 = getAffineDimExpr(2, ctx);
+    Value out = buildGeneric(
+        b, loc, ValueRange{total}, sums,
+        {AffineMap::get(3, 0, {k2, g2}, ctx), AffineMap::get(3, 0, {k2, g2, d2}, ctx)},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel},
+        [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+          return arith::DivFOp::create(nb, nl, args[1], args[0]);
+        });
+    Value flat = tensor::CollapseShapeOp::create(b, loc, out,
+                                                 SmallVector<ReassociationIndices>{{0, 1, 2}});
+    rewriter.replaceOp(op, flat);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttentionPartial, LowerAttentionMerge>(patterns.getContext());
+}
