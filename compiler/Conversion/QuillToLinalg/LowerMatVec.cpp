@@ -132,6 +132,7 @@ Value blockedMatVec(OpBuilder &b, Location loc, Value weight, Value input, Value
 
 constexpr int64_t kTokenBlock = 4; ///< Token rows per register tile of a matmul.
 constexpr int64_t kMatMulRows = 4;  ///< Weight rows per register tile of a matmul.
+constexpr int64_t kPanel = 1024;    ///< Columns per panel of a matmul (4 KiB rows).
 
 /// out[t, r] = sum_k X[t, k] * W[r, k] over all of `weight`'s rows.
 Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value init) {
@@ -156,6 +157,9 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
 /// row is read from memory once per chunk of T tokens: the prefill's gain.
 Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value first,
                     Value blocks, Value init) {
+  // The width is taken in panels of kPanel columns (the outermost loop), so
+  // the token rows' panel stays in L2 while every weight block passes over
+  // it; each panel's dot products are added into the output.
   int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
   int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   auto f32 = b.getF32Type();
@@ -169,8 +173,19 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
   auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, l, v);
   };
+  const int64_t totalSteps = width / kLanes, panelSteps = kPanel / kLanes;
+  const int64_t panels = (totalSteps + panelSteps - 1) / panelSteps;
+  init = linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+             ->getResult(0);
+  auto panelLoop = scf::ForOp::create(
+      b, loc, zero, constant(b, loc, panels), one, ValueRange{init},
+      [&](OpBuilder &pb, Location pl, Value panel, ValueRange panelCarried) {
+  Value stepBegin = arith::MulIOp::create(pb, pl, panel, constant(pb, pl, panelSteps));
+  Value stepEnd = arith::MinUIOp::create(
+      pb, pl, arith::AddIOp::create(pb, pl, stepBegin, constant(pb, pl, panelSteps)),
+      constant(pb, pl, totalSteps));
   auto rowBlocks = scf::ForOp::create(
-      b, loc, zero, blocks, one, ValueRange{init},
+      pb, pl, zero, blocks, one, ValueRange{panelCarried[0]},
       [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
         Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, kMatMulRows));
         Value row = arith::AddIOp::create(nb, l, first, column);
@@ -185,7 +200,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
                 rowIndex.push_back(arith::AddIOp::create(tb, tl, row, constant(tb, tl, j)));
               SmallVector<Value> accInit(kTokenBlock * kMatMulRows, zeros);
               auto steps = scf::ForOp::create(
-                  tb, tl, zero, constant(tb, tl, width / kLanes), one, accInit,
+                  tb, tl, stepBegin, stepEnd, one, accInit,
                   [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
                     Value k = arith::MulIOp::create(ib, il, step, constant(ib, il, kLanes));
                     SmallVector<Value> x, w, next;
@@ -208,8 +223,11 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
                   sums.push_back(vector::ReductionOp::create(
                       tb, tl, vector::CombiningKind::ADD, steps.getResult(i * kMatMulRows + j),
                       Value(), fastMath.getValue()));
-                Value tile = vector::FromElementsOp::create(
-                    tb, tl, VectorType::get({kMatMulRows}, f32), sums);
+                auto tileType = VectorType::get({kMatMulRows}, f32);
+                Value tile = vector::FromElementsOp::create(tb, tl, tileType, sums);
+                Value before = vector::TransferReadOp::create(
+                    tb, tl, tileType, out, ValueRange{tokenIndex[i], column}, padding, inBounds);
+                tile = arith::AddFOp::create(tb, tl, before, tile);
                 out = vector::TransferWriteOp::create(tb, tl, tile, out,
                                                       ValueRange{tokenIndex[i], column}, inBounds)
                           .getResult();
@@ -218,7 +236,9 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
             });
         scf::YieldOp::create(nb, l, ValueRange{tokenBlocks.getResult(0)});
       });
-  return rowBlocks.getResult(0);
+  scf::YieldOp::create(pb, pl, ValueRange{rowBlocks.getResult(0)});
+      });
+  return panelLoop.getResult(0);
 }
 
   /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles

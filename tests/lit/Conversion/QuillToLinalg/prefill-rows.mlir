@@ -71,3 +71,20 @@ func.func @state_rows(%rows: tensor<4x8xf32>, %cache: tensor<32x8xf32>, %pos: in
   %e = quill.embeddings %table[%tokens] : tensor<16x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
   return %c, %e : tensor<32x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A 2048-wide matmul in two panels of 1024 columns (the outer loop): each
+// panel's dot products are added into the zero-filled output.
+// CHECK-LABEL: func.func @matmul_panels
+// CHECK: linalg.fill
+// CHECK: scf.for %[[P:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[FIRST:.*]] = arith.muli %[[P]], %c64
+// CHECK: arith.minui
+// CHECK: vector.fma
+// CHECK: %[[OLD:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<4xf32>
+// CHECK: arith.addf %[[OLD]], %{{.*}} : vector<4xf32>
+func.func @matmul_panels(%x: tensor<8x2048xf32>, %w: tensor<8x2048xf32>) -> tensor<8x8xf32> {
+  %y = quill.linear %x, %w : tensor<8x2048xf32>, tensor<8x2048xf32> -> tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
