@@ -6,6 +6,7 @@
 #include "runtime/sampling/PenaltyPasses.h"
 #include "runtime/sampling/Random.h"
 #include "runtime/sampling/Sampler.h"
+#include "SamplerTestSupport.h"
 #include "runtime/sampling/SamplerPasses.h"
 #include "runtime/sampling/SamplingParams.h"
 
@@ -20,45 +21,9 @@
 #include <vector>
 
 using namespace quill;
+using namespace quill::test;
 
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-std::vector<float> logsOf(std::vector<double> probs) {
-  std::vector<float> logits;
-  for (double p : probs)
-    logits.push_back(static_cast<float>(std::log(p)));
-  return logits;
-}
-
-/// Candidates in id order, as the chain hands them to its first pass.
-struct CandidateSet {
-  explicit CandidateSet(const std::vector<float> &logits) {
-    for (size_t i = 0; i < logits.size(); ++i)
-      storage.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
-    c.data = storage.data();
-    c.size = static_cast<int32_t>(storage.size());
-    c.byId = true;
-  }
-  std::vector<int32_t> ids() const {
-    std::vector<int32_t> out;
-    for (int32_t i = 0; i < c.size; ++i)
-      out.push_back(c.data[i].id);
-    return out;
-  }
-  /// The logit of token id, wherever the passes moved it.
-  float logitOf(int32_t id) const {
-    for (int32_t i = 0; i < c.size; ++i)
-      if (c.data[i].id == id)
-        return c.data[i].logit;
-    ADD_FAILURE() << "id " << id << " is not a candidate";
-    return kNaN;
-  }
-  std::vector<Candidate> storage;
-  Candidates c;
-};
 
 std::vector<float> randomLogits(int32_t n, uint64_t seed) {
   Random rng(seed);

@@ -2,6 +2,7 @@
 // hand-worked distributions, the chain's statistics, and determinism across
 // thread counts.
 #include "runtime/sampling/Sampler.h"
+#include "SamplerTestSupport.h"
 #include "runtime/sampling/Random.h"
 #include "runtime/sampling/SamplerPasses.h"
 #include "runtime/sampling/SamplingParams.h"
@@ -46,37 +47,9 @@ __attribute__((noinline)) void operator delete(void *p, const std::nothrow_t &) 
 }
 
 using namespace quill;
+using namespace quill::test;
 
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-/// Natural logs of probabilities: softmax gives the probabilities back.
-std::vector<float> logsOf(std::vector<double> probs) {
-  std::vector<float> logits;
-  for (double p : probs)
-    logits.push_back(static_cast<float>(std::log(p)));
-  return logits;
-}
-
-/// Candidate storage for driving a single pass by hand.
-struct CandidateSet {
-  explicit CandidateSet(const std::vector<float> &logits) {
-    for (size_t i = 0; i < logits.size(); ++i)
-      storage.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
-    c.data = storage.data();
-    c.size = static_cast<int32_t>(storage.size());
-  }
-  std::vector<int32_t> ids() const {
-    std::vector<int32_t> out;
-    for (int32_t i = 0; i < c.size; ++i)
-      out.push_back(c.data[i].id);
-    return out;
-  }
-  std::vector<Candidate> storage;
-  Candidates c;
-};
 
 /// Frequencies of each id over n draws from one chain.
 std::vector<double> frequencies(SamplingParams params,
