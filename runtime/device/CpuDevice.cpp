@@ -109,8 +109,9 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
   return Status::ok();
 }
 
-void CpuDevice::run(const std::vector<Launch> &launches, int32_t token, int32_t pos) {
-  for (const Launch &launch : launches) {
+void CpuDevice::run(const Launch *launches, size_t count, int32_t token, int32_t pos) {
+  for (size_t i = 0; i < count; ++i) {
+    const Launch &launch = launches[i];
     void *const *args = launch.pointers.data();
     if (!launch.parallel || arena_.max_concurrency() == 1) {
       launch.kernel(args, token, pos, 0, launch.work);
@@ -131,18 +132,17 @@ void CpuDevice::run(const std::vector<Launch> &launches, int32_t token, int32_t 
 
 void CpuDevice::runDispatch(bool prefill, size_t index, int32_t token, int32_t pos) {
   const std::vector<Launch> &launches = prefill ? prefillLaunches_ : launches_;
-  std::vector<Launch> one(launches.begin() + index, launches.begin() + index + 1);
-  run(one, token, pos);
+  run(&launches[index], 1, token, pos);
 }
 
 void CpuDevice::step(int32_t token, int32_t pos) {
-  run(launches_, token, pos);
+  run(launches_.data(), launches_.size(), token, pos);
   logits_ = stepLogits_;
 }
 
 void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
-  run(prefillLaunches_, /*token=*/0, pos);
+  run(prefillLaunches_.data(), prefillLaunches_.size(), /*token=*/0, pos);
   logits_ = prefillLogits_;
 }
 

@@ -44,8 +44,8 @@ private:
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
   /// Resolves a schedule's dispatches into launches (pointers computed once).
   Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits);
-  /// Runs launches in order; large ones split across the arena.
-  void run(const std::vector<Launch> &launches, int32_t token, int32_t pos);
+  /// Runs `count` launches in order; large ones split across the arena.
+  void run(const Launch *launches, size_t count, int32_t token, int32_t pos);
 
   const Artifact &artifact_;
   KernelLibrary library_;

@@ -692,26 +692,16 @@ TEST(TopPPass, MatchesAFullSortAtLlamaScale) {
       logit = sigma * std::sqrt(-2.0f * std::log(u1)) *
               std::cos(6.2831853f * rng.nextFloat());
     }
-    CandidateSet reference(logits);
+    std::vector<Candidate> reference = rankedByProbability(logits);
     SamplerContext ctx;
-    computeProbabilities(reference.c, ctx);
-    std::sort(reference.storage.begin(), reference.storage.end(), ranksAbove);
     for (float p : {1e-6f, 0.1f, 0.5f, 0.9f, 0.99f, 0.999999f}) {
-      double cumulative = 0.0;
-      size_t keep = reference.storage.size();
-      for (size_t i = 0; i < reference.storage.size(); ++i) {
-        cumulative += reference.storage[i].p;
-        if (cumulative > p) {
-          keep = i + 1;
-          break;
-        }
-      }
+      size_t keep = nucleusSize(reference, p);
       CandidateSet set(logits);
       TopPPass pass(p);
       pass.apply(set.c, ctx);
       ASSERT_EQ(static_cast<size_t>(set.c.size), keep) << "sigma " << sigma << " p " << p;
       for (size_t i = 0; i < keep; ++i)
-        ASSERT_EQ(set.c.data[i].id, reference.storage[i].id)
+        ASSERT_EQ(set.c.data[i].id, reference[i].id)
             << "sigma " << sigma << " p " << p << " rank " << i;
       // The same pass again (its buffers reused) gives the same nucleus.
       CandidateSet again(logits);

@@ -224,22 +224,11 @@ TEST(SamplerPasses, TopPMatchesAFullSort) {
       std::vector<float> logits = randomLogits(5000, seed);
       for (float &logit : logits)
         logit *= 0.5f; // flatter, so nuclei are large
-      CandidateSet reference(logits);
+      std::vector<Candidate> reference = rankedByProbability(logits);
       SamplerContext ctx;
-      computeProbabilities(reference.c, ctx);
-      std::sort(reference.storage.begin(), reference.storage.end(), ranksAbove);
-      double cumulative = 0.0;
-      size_t keep = reference.storage.size();
-      for (size_t i = 0; i < reference.storage.size(); ++i) {
-        cumulative += reference.storage[i].p;
-        if (cumulative > p) {
-          keep = i + 1;
-          break;
-        }
-      }
       std::vector<int32_t> expected;
-      for (size_t i = 0; i < keep; ++i)
-        expected.push_back(reference.storage[i].id);
+      for (size_t i = 0; i < nucleusSize(reference, p); ++i)
+        expected.push_back(reference[i].id);
 
       CandidateSet set(logits);
       TopPPass(p).apply(set.c, ctx);

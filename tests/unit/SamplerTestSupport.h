@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -49,5 +50,27 @@ struct CandidateSet {
   std::vector<Candidate> storage;
   Candidates c;
 };
+
+/// The candidates of `logits` with their probabilities, most likely first:
+/// the full-sort reference that top-p is checked against.
+inline std::vector<Candidate> rankedByProbability(const std::vector<float> &logits) {
+  CandidateSet reference(logits);
+  SamplerContext ctx;
+  computeProbabilities(reference.c, ctx);
+  std::sort(reference.storage.begin(), reference.storage.end(), ranksAbove);
+  return reference.storage;
+}
+
+/// How many of `ranked` the nucleus of mass `p` keeps: the smallest prefix
+/// whose mass exceeds p (llama2.c's rule), or all.
+inline size_t nucleusSize(const std::vector<Candidate> &ranked, float p) {
+  double cumulative = 0.0;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    cumulative += ranked[i].p;
+    if (cumulative > p)
+      return i + 1;
+  }
+  return ranked.size();
+}
 
 } // namespace quill::test
