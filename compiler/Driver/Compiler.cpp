@@ -48,8 +48,11 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
   std::string modelName = (*model)->name();
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(context, config, modelName,
-                                                     std::min<int64_t>(options.prefillTokens, config.seqLen));
+  BatchStepShape batch;
+  batch.rows = options.batchRows;
+  batch.blockSize = options.kvBlockSize;
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(
+      context, config, modelName, std::min<int64_t>(options.prefillTokens, config.seqLen), batch);
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 
@@ -122,6 +125,16 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   builder.addSection(SectionKind::Schedule, encodeSchedule(extracted->schedule));
   if (extracted->prefill)
     builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted->prefill));
+  if (extracted->batch) {
+    BatchLayout &layout = extracted->batch->layout;
+    layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
+    layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
+    layout.sections = 2 * config.nLayers;
+    layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
+    if (Status s = validateSchedule(extracted->batch->schedule, config, &layout); !s)
+      return Status::error("internal error: the batch step " + s.message());
+    builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted->batch));
+  }
   builder.addSection(SectionKind::KernelLibrary, library.take());
   builder.addSection(SectionKind::Weights, extracted->schedule.weightBytes,
                      weightSection(**model, *extracted));

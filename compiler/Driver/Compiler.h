@@ -21,6 +21,8 @@ struct CompileOptions {
   bool timing = false;             ///< Per-pass timing report on stderr.
   std::string cpu;                 ///< Empty: the host.
   int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
+  int64_t batchRows = 64;          ///< Token rows per batch step; 0: no batch step.
+  int64_t kvBlockSize = 16;        ///< Positions per block of the paged KV cache.
   PipelineOptions pipeline;
 };
 

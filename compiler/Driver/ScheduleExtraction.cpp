@@ -18,6 +18,8 @@ static ErrorOr<Binding> toBinding(mlir::quill::BindingAttr attr) {
     b.space = MemorySpace::Scratch;
   else if (space == "input")
     b.space = MemorySpace::Input;
+  else if (space == "kv_pool")
+    b.space = MemorySpace::KVPool;
   else
     return Status::error(("unknown memory space '" + space + "'").str());
   b.offset = static_cast<uint64_t>(attr.getOffset());
@@ -35,6 +37,13 @@ static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
   if (!logits)
     return logits.status();
   s.logits = *logits;
+  if (mlir::ArrayAttr inputs = op.getInputsAttr())
+    for (mlir::Attribute attr : inputs) {
+      auto binding = toBinding(mlir::cast<mlir::quill::BindingAttr>(attr));
+      if (!binding)
+        return binding.status();
+      s.inputBytes = std::max(s.inputBytes, binding->offset + binding->bytes);
+    }
   std::map<std::string, uint32_t> kernelIndex;
   for (auto dispatch : op.getBody().getOps<mlir::quill::DispatchOp>()) {
     std::string name = dispatch.getKernel().str();
@@ -63,12 +72,14 @@ static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
 
 ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
   ExtractedSchedule result;
-  mlir::quill::ScheduleOp step, prefill;
+  mlir::quill::ScheduleOp step, prefill, batch;
   for (auto op : llvm::make_early_inc_range(module.getOps<mlir::quill::ScheduleOp>())) {
     if (op.getName() == "step" && !step)
       step = op;
     else if (op.getName() == "prefill" && !prefill)
       prefill = op;
+    else if (op.getName() == "batch" && !batch)
+      batch = op;
     else
       return Status::error(("unexpected quill.schedule \"" + op.getName() + "\"").str());
   }
@@ -83,6 +94,28 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
     if (!chunk)
       return chunk.status();
     result.prefill = chunk.take();
+  }
+  if (batch) {
+    auto rows = readSchedule(batch);
+    if (!rows)
+      return rows.status();
+    BatchSchedule out;
+    out.schedule = rows.take();
+    // Inputs in argument order: tokens, positions, block tables.
+    mlir::ArrayAttr inputs = batch.getInputsAttr();
+    if (!inputs || inputs.size() != 3)
+      return Status::error("the batch schedule must have three inputs");
+    Binding *slots[] = {&out.layout.tokens, &out.layout.positions, &out.layout.tables};
+    for (auto [attr, slot] : llvm::zip(inputs, slots)) {
+      auto binding = toBinding(mlir::cast<mlir::quill::BindingAttr>(attr));
+      if (!binding)
+        return binding.status();
+      *slot = *binding;
+    }
+    out.layout.rows = static_cast<int32_t>(out.layout.tokens.bytes / sizeof(int32_t));
+    out.layout.tableWidth = static_cast<int32_t>(out.layout.tables.bytes / out.layout.tokens.bytes);
+    out.schedule.tokens = out.layout.rows;
+    result.batch = std::move(out);
   }
   for (mlir::NamedAttribute entry : step.getWeightOffsets())
     result.weightOffsets[entry.getName().str()] =
@@ -105,6 +138,8 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
   step.erase();
   if (prefill)
     prefill.erase();
+  if (batch)
+    batch.erase();
   return result;
 }
 

@@ -24,11 +24,15 @@ struct WeightPack {
 struct ExtractedSchedule {
   Schedule schedule;               ///< The decode step.
   std::optional<Schedule> prefill; ///< The prefill step, when compiled.
+  /// The batch step, when compiled; the layout's rows, table width and
+  /// inputs are filled in, its cache geometry is the caller's to add.
+  std::optional<BatchSchedule> batch;
   std::map<std::string, uint64_t> weightOffsets; ///< Name -> byte offset.
   std::vector<WeightPack> weightPacks;
 };
 
-/// Reads the schedules "step" and (when present) "prefill" and removes them.
+/// Reads the schedules "step" and (when present) "prefill" and "batch" and
+/// removes them.
 ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module);
 
 } // namespace quill

@@ -1,6 +1,7 @@
 // The steps of a Llama-architecture model, as llama2.c's forward() computes
-// them: the decode step of one token, and the prefill step of a chunk of
-// tokens (the same layers on [T, width] activations).
+// them: the decode step of one token, the prefill step of a chunk of tokens
+// (the same layers on [T, width] activations), and the batch step (token rows
+// of many sequences over a paged KV cache).
 #include "compiler/Import/StepBuilder.h"
 
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -15,9 +16,13 @@ namespace q = mlir::quill;
 
 namespace {
 
-/// Builds one step function: `rows` 0 for the decode step on vectors, T for
-/// a prefill step on [T, width] activations.
-void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, int64_t rows) {
+enum class StepKind { Decode, Prefill, Batch };
+
+/// Builds one step function: the decode step on vectors (`rows` 0), or a
+/// prefill or batch step on [rows, width] activations.
+void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, StepKind kind,
+                       int64_t rows, int64_t blockSize = 0) {
+  const bool batch = kind == StepKind::Batch;
   Type f32 = b.getF32Type();
   auto vec = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
   auto mat = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, f32); };
@@ -27,13 +32,26 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
   const int64_t vocab = config.vocabSize, context = config.seqLen;
 
   Type index = b.getIndexType();
-  Type tokenType = rows ? Type(RankedTensorType::get({rows}, b.getI32Type())) : index;
-  auto function = func::FuncOp::create(b, loc, rows ? "prefill" : "step",
-                                       b.getFunctionType({tokenType, index}, {vec(vocab)}));
+  auto rowInts = RankedTensorType::get({rows}, b.getI32Type());
+  const int64_t tableWidth = batch ? (context + blockSize - 1) / blockSize : 0;
+  SmallVector<Type> inputs;
+  if (batch)
+    inputs = {rowInts, rowInts, RankedTensorType::get({rows, tableWidth}, b.getI32Type()), index,
+              index};
+  else
+    inputs = {rows ? Type(rowInts) : index, index};
+  Type result = batch ? mat(rows, vocab) : vec(vocab);
+  const char *name = batch ? "batch" : rows ? "prefill" : "step";
+  auto function = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {result}));
   Block *entry = function.addEntryBlock();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(entry);
+  // Decode and prefill: (token(s), pos). Batch: per-row positions and block
+  // tables, the live row count and the count of rows that need logits.
   Value token = entry->getArgument(0), pos = entry->getArgument(1);
+  Value tables = batch ? entry->getArgument(2) : Value();
+  Value liveRows = batch ? entry->getArgument(3) : Value();
+  Value logitRows = batch ? entry->getArgument(4) : Value();
 
   auto weight = [&](const std::string &name, RankedTensorType type) -> Value {
     return q::WeightOp::create(b, NameLoc::get(b.getStringAttr(name)), type, name);
@@ -50,7 +68,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
     auto linear = [&](Value input, const std::string &name, int64_t out, int64_t in) -> Value {
       return q::LinearOp::create(b, l, act(out), input, weight(p + name, mat(out, in)),
-                                 /*residual=*/Value(), /*tile=*/ValueRange{}, /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
+                                 /*residual=*/Value(), /*tile=*/ValueRange{}, liveRows,
+                                 /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     };
     // Attention block: norm, q/k/v, rotary, cache, attention, output, residual.
     Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps);
@@ -59,12 +78,23 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
     Value v = linear(h, "wv", kvDim, dim);
     qv = q::RoPEOp::create(b, l, act(dim), qv, pos, headDim, theta);
     k = q::RoPEOp::create(b, l, act(kvDim), k, pos, headDim, theta);
-    Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
-    Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
-    keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos);
-    values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos);
-    Value attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
-                                            config.nKvHeads, ValueRange{});
+    Value attended;
+    if (batch) {
+      auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, f32);
+      Value keys = q::KVCacheOp::create(b, l, pool, "key", layer);
+      Value values = q::KVCacheOp::create(b, l, pool, "value", layer);
+      keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos);
+      values = q::PagedKVWriteOp::create(b, l, pool, v, values, tables, pos);
+      attended = q::PagedAttentionOp::create(b, l, act(dim), qv, keys, values, tables, pos,
+                                             config.nHeads, config.nKvHeads, ValueRange{});
+    } else {
+      Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
+      Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
+      keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos);
+      values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos);
+      attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
+                                        config.nKvHeads, ValueRange{});
+    }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, dim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.
     h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps);
@@ -73,28 +103,34 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, in
     Value activated = q::SwiGLUOp::create(b, l, act(hidden), gate, up);
     x = q::AddOp::create(b, l, act(dim), x, linear(activated, "w2", dim, hidden));
   }
-  // Only the last token's logits are needed: the next token follows it.
-  if (rows)
+  // A prefill needs only the last token's logits: the next token follows
+  // it. A batch step computes them for its first logit_rows rows.
+  if (kind == StepKind::Prefill)
     x = q::RowOp::create(b, loc, vec(dim), x, rows - 1);
-  x = q::RMSNormOp::create(b, loc, vec(dim), x, weight("norm", vec(dim)), eps);
+  Type finalType = batch ? mat(rows, dim) : vec(dim);
+  x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps);
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
-  Value logits = q::LogitsOp::create(b, loc, vec(vocab), x, classifier, /*residual=*/Value(),
-                                     /*tile=*/ValueRange{}, /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
+  Value logits = q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
+                                     /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
+                                     /*normEps=*/FloatAttr());
   func::ReturnOp::create(b, loc, logits);
 }
 
 } // namespace
 
 OwningOpRef<ModuleOp> buildStep(MLIRContext &context, const ModelConfig &config,
-                                llvm::StringRef modelName, int64_t prefillTokens) {
+                                llvm::StringRef modelName, int64_t prefillTokens,
+                                BatchStepShape batch) {
   context.loadDialect<q::QuillDialect, func::FuncDialect>();
   OpBuilder b(&context);
   Location loc = NameLoc::get(b.getStringAttr(modelName));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc, modelName);
   b.setInsertionPointToEnd(module->getBody());
-  buildStepFunction(b, loc, config, /*rows=*/0);
+  buildStepFunction(b, loc, config, StepKind::Decode, /*rows=*/0);
   if (prefillTokens > 0)
-    buildStepFunction(b, loc, config, prefillTokens);
+    buildStepFunction(b, loc, config, StepKind::Prefill, prefillTokens);
+  if (batch.rows > 0)
+    buildStepFunction(b, loc, config, StepKind::Batch, batch.rows, batch.blockSize);
   return module;
 }
 

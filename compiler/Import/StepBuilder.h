@@ -17,9 +17,27 @@ namespace quill {
 /// one pass over the weights, returning the last token's logits. Names:
 /// tok_embeddings, layers.N.{attention_norm,wq,wk,wv,wo,ffn_norm,w1,w2,w3},
 /// norm, and output when the classifier is not shared.
+///
+/// With `batch.rows` = R > 0 also the batch step over a paged KV cache:
+/// `func.func @batch(%tokens: tensor<Rxi32>, %positions: tensor<Rxi32>,
+/// %tables: tensor<RxMBxi32>, %rows: index, %logit_rows: index) ->
+/// tensor<RxVOCABxf32>`: R token rows, each of any sequence at its own
+/// position with its own block table (MB = context / block size, rounded
+/// up); only the first %rows rows are live, and only the first %logit_rows
+/// get logits.
+struct BatchStepShape {
+  int64_t rows = 0;       ///< Token rows per batch step; 0: no batch step.
+  int64_t blockSize = 16; ///< Positions per KV-cache block.
+};
+
+/// The bound on the block count in the types of paged caches; the runtime
+/// allocates what its budget allows, at most this many.
+constexpr int64_t kMaxKVBlocks = 1 << 16;
+
 mlir::OwningOpRef<mlir::ModuleOp> buildStep(mlir::MLIRContext &context,
                                             const ModelConfig &config,
                                             llvm::StringRef modelName,
-                                            int64_t prefillTokens = 0);
+                                            int64_t prefillTokens = 0,
+                                            BatchStepShape batch = {});
 
 } // namespace quill

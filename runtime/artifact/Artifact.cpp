@@ -25,6 +25,8 @@ Artifact &Artifact::operator=(Artifact &&other) noexcept {
     schedule_ = std::move(other.schedule_);
     prefill_ = std::move(other.prefill_);
     hasPrefill_ = other.hasPrefill_;
+    batch_ = std::move(other.batch_);
+    hasBatch_ = other.hasBatch_;
     target_ = std::move(other.target_);
     tokenizer_ = other.tokenizer_;
     tokenizerSize_ = other.tokenizerSize_;
@@ -89,13 +91,14 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
     return fail("corrupt section table (checksum mismatch)");
 
-  const SectionEntry *found[8] = {};
+  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::BatchSchedule);
+  const SectionEntry *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
     if (e.offset > a.size_ || e.size > a.size_ - e.offset)
       return fail("section " + std::to_string(i) + " lies outside the file");
-    if (e.kind >= 1 && e.kind <= 7) {
+    if (e.kind >= 1 && e.kind <= kLastKind) {
       found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
       bool isWeights = e.kind == uint32_t(SectionKind::Weights);
       if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
@@ -138,6 +141,17 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
       return fail("prefill " + s.message());
     if (a.prefill_.kvBytes != a.schedule_.kvBytes || a.prefill_.weightBytes != a.schedule_.weightBytes)
       return fail("the prefill and decode schedules disagree on the weights or the KV cache");
+  }
+  if (section(SectionKind::BatchSchedule, data, size)) {
+    auto batch = decodeBatchSchedule(data, size);
+    if (!batch)
+      return fail(batch.message());
+    a.batch_ = batch.take();
+    a.hasBatch_ = true;
+    if (Status s = validateSchedule(a.batch_.schedule, a.config_, &a.batch_.layout); !s)
+      return fail("batch " + s.message());
+    if (a.batch_.schedule.weightBytes != a.schedule_.weightBytes)
+      return fail("the batch and decode schedules disagree on the weights");
   }
   if (section(SectionKind::Target, data, size))
     a.target_.assign(reinterpret_cast<const char *>(data), size);

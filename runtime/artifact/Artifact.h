@@ -27,6 +27,8 @@ public:
   const Schedule &schedule() const { return schedule_; }
   /// The prefill schedule (several tokens per run), when compiled in.
   const Schedule *prefillSchedule() const { return hasPrefill_ ? &prefill_ : nullptr; }
+  /// The batch step over the paged KV cache, when compiled in.
+  const BatchSchedule *batchSchedule() const { return hasBatch_ ? &batch_ : nullptr; }
   const std::string &target() const { return target_; }
   /// The llama2.c tokenizer bytes.
   const uint8_t *tokenizerData() const { return tokenizer_; }
@@ -48,6 +50,8 @@ private:
   Schedule schedule_;
   Schedule prefill_;
   bool hasPrefill_ = false;
+  BatchSchedule batch_;
+  bool hasBatch_ = false;
   std::string target_;
   const uint8_t *tokenizer_ = nullptr;
   size_t tokenizerSize_ = 0;

@@ -114,8 +114,45 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
   return s;
 }
 
-Status validateSchedule(const Schedule &s, const ModelConfig &config) {
+std::vector<uint8_t> encodeBatchSchedule(const BatchSchedule &batch) {
+  const BatchLayout &l = batch.layout;
+  ByteWriter w;
+  for (int32_t v : {l.rows, l.blockSize, l.tableWidth, l.maxBlocks, l.sections})
+    w.put<int32_t>(v);
+  w.put<uint64_t>(l.blockBytes);
+  for (const Binding *b : {&l.tokens, &l.positions, &l.tables})
+    putBinding(w, *b);
+  std::vector<uint8_t> bytes = std::move(w.bytes());
+  std::vector<uint8_t> schedule = encodeSchedule(batch.schedule);
+  bytes.insert(bytes.end(), schedule.begin(), schedule.end());
+  return bytes;
+}
+
+ErrorOr<BatchSchedule> decodeBatchSchedule(const uint8_t *data, size_t size) {
+  constexpr size_t kLayoutBytes = 5 * 4 + 8 + 3 * 20;
+  if (size < kLayoutBytes)
+    return Status::error("batch schedule section is truncated or corrupt");
+  ByteReader r(data, kLayoutBytes);
+  BatchSchedule batch;
+  BatchLayout &l = batch.layout;
+  for (int32_t *v : {&l.rows, &l.blockSize, &l.tableWidth, &l.maxBlocks, &l.sections})
+    *v = r.get<int32_t>();
+  l.blockBytes = r.get<uint64_t>();
+  for (Binding *b : {&l.tokens, &l.positions, &l.tables})
+    *b = getBinding(r);
+  if (!r.ok())
+    return Status::error("batch schedule section is truncated or corrupt");
+  auto schedule = decodeSchedule(data + kLayoutBytes, size - kLayoutBytes);
+  if (!schedule)
+    return Status::error("batch " + schedule.message());
+  batch.schedule = schedule.take();
+  return batch;
+}
+
+Status validateSchedule(const Schedule &s, const ModelConfig &config, const BatchLayout *batch) {
   auto inside = [&](const Binding &b) {
+    if (b.space == MemorySpace::KVPool)
+      return batch && b.offset < uint64_t(batch->sections) && b.bytes == batch->blockBytes;
     uint64_t limit = b.space == MemorySpace::Weights   ? s.weightBytes
                      : b.space == MemorySpace::KVCache ? s.kvBytes
                      : b.space == MemorySpace::Scratch ? s.scratchBytes
@@ -125,9 +162,20 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config) {
   };
   if (s.dispatches.empty() || s.kernels.empty())
     return Status::error("schedule has no kernels");
-  if (s.tokens < 1 || s.tokens > config.seqLen ||
-      (s.tokens > 1 && s.inputBytes != uint64_t(s.tokens) * sizeof(int32_t)))
+  if (batch) {
+    const BatchLayout &l = *batch;
+    uint64_t rowInts = uint64_t(l.rows) * sizeof(int32_t);
+    if (l.rows < 1 || l.rows > 4096 || l.blockSize < 1 || l.sections != 2 * config.nLayers ||
+        l.maxBlocks < 2 || uint64_t(l.tableWidth) * l.blockSize < uint64_t(config.seqLen) ||
+        l.blockBytes != uint64_t(l.blockSize) * config.kvDim() * sizeof(float) ||
+        l.tokens.bytes != rowInts || l.positions.bytes != rowInts ||
+        l.tables.bytes != rowInts * l.tableWidth || !inside(l.tokens) || !inside(l.positions) ||
+        !inside(l.tables))
+      return Status::error("batch layout does not match the model");
+  } else if (s.tokens < 1 || s.tokens > config.seqLen ||
+             (s.tokens > 1 && s.inputBytes != uint64_t(s.tokens) * sizeof(int32_t))) {
     return Status::error("schedule's token count does not match its input");
+  }
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
     const Dispatch &d = s.dispatches[i];
     if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 ||
@@ -138,8 +186,9 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config) {
         return Status::error("schedule dispatch " + std::to_string(i) +
                              " binds memory outside the plan");
   }
+  uint64_t logitRows = batch ? uint64_t(batch->rows) : 1;
   if (s.logits.space != MemorySpace::Scratch || !inside(s.logits) ||
-      s.logits.bytes != uint64_t(config.vocabSize) * sizeof(float))
+      s.logits.bytes != logitRows * config.vocabSize * sizeof(float))
     return Status::error("schedule's logits do not hold one float per vocabulary entry");
   return Status::ok();
 }

@@ -31,6 +31,7 @@ enum class SectionKind : uint32_t {
   Target = 5,        ///< Text: the CPU and features the kernels were built for.
   Weights = 6,       ///< The weight blob the schedule's offsets point into.
   PrefillSchedule = 7, ///< Optional: the step over a chunk of tokens.
+  BatchSchedule = 8,   ///< Optional: the batch step over the paged KV cache.
 };
 
 struct ArtifactHeader {
@@ -54,7 +55,9 @@ struct SectionEntry {
 static_assert(sizeof(SectionEntry) == 32);
 
 /// The runtime memory spaces a kernel argument can point into.
-enum class MemorySpace : uint32_t { Weights = 0, KVCache = 1, Scratch = 2, Input = 3 };
+/// KVPool: the paged KV cache; a binding's offset is a section (2 * layer
+/// for keys, + 1 for values), its bytes one block of that section.
+enum class MemorySpace : uint32_t { Weights = 0, KVCache = 1, Scratch = 2, Input = 3, KVPool = 4 };
 
 /// A byte range of one memory space.
 struct Binding {
@@ -84,14 +87,38 @@ struct Schedule {
   std::vector<Dispatch> dispatches;
 };
 
+/// What the runtime needs to drive the batch step: its rows, the paged
+/// cache's geometry, and where each per-row input goes in the input buffer.
+struct BatchLayout {
+  int32_t rows = 0;       ///< Token rows per step (live ones first).
+  int32_t blockSize = 0;  ///< Positions per KV block.
+  int32_t tableWidth = 0; ///< Block-table entries per row: context / blockSize, rounded up.
+  int32_t maxBlocks = 0;  ///< The most blocks the kernels can address.
+  int32_t sections = 0;   ///< 2 * layers.
+  uint64_t blockBytes = 0; ///< One block of one section: blockSize * kv width * 4.
+  Binding tokens, positions, tables; ///< Input buffer ranges (int32).
+};
+
+/// The batch step: its layout and schedule.
+struct BatchSchedule {
+  BatchLayout layout;
+  Schedule schedule;
+};
+
 std::vector<uint8_t> encodeConfig(const ModelConfig &config);
 ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size);
 std::vector<uint8_t> encodeSchedule(const Schedule &schedule);
 ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size);
 
+std::vector<uint8_t> encodeBatchSchedule(const BatchSchedule &batch);
+ErrorOr<BatchSchedule> decodeBatchSchedule(const uint8_t *data, size_t size);
+
 /// Checks that every dispatch names a kernel and binds ranges inside the
-/// memory plan, and that the logits are vocabSize floats of scratch.
-Status validateSchedule(const Schedule &schedule, const ModelConfig &config);
+/// memory plan, and that the logits are vocabSize floats of scratch (one
+/// row per batch row with a `batch` layout, which also admits the paged
+/// cache's sections).
+Status validateSchedule(const Schedule &schedule, const ModelConfig &config,
+                        const BatchLayout *batch = nullptr);
 
 /// Appends bytes to the section being written.
 using SectionSink = std::function<void(const void *data, size_t size)>;

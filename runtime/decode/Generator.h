@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/artifact/ModelConfig.h"
+#include "runtime/decode/SequenceOutput.h"
 #include "runtime/device/Device.h"
 #include "runtime/sampling/Logprobs.h"
 #include "runtime/sampling/Sampler.h"
@@ -15,33 +16,6 @@
 #include <vector>
 
 namespace quill {
-
-enum class StopReason { Eos, StopString, Length, Context };
-
-/// "eos", "stop_string", "length", "context": the JSON spelling.
-const char *stopReasonName(StopReason reason);
-
-struct GenerationRequest {
-  std::string prompt;
-  int32_t maxNewTokens = 256;
-  /// Generation ends at the first of these in the generated text, which
-  /// then ends right before it (the match may span tokens).
-  std::vector<std::string> stopStrings;
-};
-
-struct GenerationResult {
-  std::vector<int32_t> promptTokens; ///< BOS included.
-  /// Generated, without the end token; with the token that completed a stop
-  /// string.
-  std::vector<int32_t> tokens;
-  std::string text; ///< The generated text only, cut before a stop string.
-  /// One per entry of `tokens` when the sampler records logprobs, else
-  /// empty.
-  std::vector<StepLogprobs> logprobs;
-  StopReason stop = StopReason::Length;
-  double prefillSeconds = 0, decodeSeconds = 0;
-  int32_t decodeSteps = 0; ///< Steps run after the prompt.
-};
 
 class Generator {
 public:

@@ -29,7 +29,19 @@ std::string requiredFeatures(const std::string &target) {
 CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena)
     : artifact_(artifact), library_(std::move(library)), arena_(arena),
       kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen),
-      scratch_(nullptr, std::free), input_(nullptr, std::free) {}
+      scratch_(nullptr, std::free), input_(nullptr, std::free), batchInput_(nullptr, std::free) {}
+
+namespace {
+/// `bytes` of zeroed, 64-byte-aligned memory (at least one line).
+std::unique_ptr<uint8_t, void (*)(void *)> zeroedBuffer(uint64_t bytes) {
+  bytes = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
+  std::unique_ptr<uint8_t, void (*)(void *)> buffer(
+      static_cast<uint8_t *>(std::aligned_alloc(64, bytes)), std::free);
+  if (buffer)
+    std::memset(buffer.get(), 0, bytes);
+  return buffer;
+}
+} // namespace
 
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
@@ -49,6 +61,13 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   uint64_t scratchBytes = artifact.schedule().scratchBytes;
   if (prefill)
     scratchBytes = std::max(scratchBytes, prefill->scratchBytes);
+  const BatchSchedule *batch = artifact.batchSchedule();
+  if (batch) {
+    scratchBytes = std::max(scratchBytes, batch->schedule.scratchBytes);
+    device->batchInput_ = zeroedBuffer(batch->schedule.inputBytes);
+    if (!device->batchInput_)
+      return Status::error("cannot allocate the batch input buffer");
+  }
   scratchBytes = (std::max<uint64_t>(scratchBytes, 64) + 63) / 64 * 64;
   device->scratch_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, scratchBytes)));
   if (!device->scratch_)
@@ -63,17 +82,22 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
     device->prefillChunk_ = prefill->tokens;
   }
 
-  if (Status s = device->resolve(artifact.schedule(), device->launches_, device->stepLogits_); !s)
+  uint8_t *prefillInput = reinterpret_cast<uint8_t *>(device->input_.get());
+  if (Status s = device->resolve(artifact.schedule(), device->launches_, device->stepLogits_,
+                                 prefillInput);
+      !s)
     return s;
   if (prefill)
-    if (Status s = device->resolve(*prefill, device->prefillLaunches_, device->prefillLogits_); !s)
+    if (Status s = device->resolve(*prefill, device->prefillLaunches_, device->prefillLogits_,
+                                   prefillInput);
+        !s)
       return s;
   device->logits_ = device->stepLogits_;
   return device;
 }
 
 Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
-                          const float *&logits) {
+                          const float *&logits, uint8_t *input) {
   auto address = [&](const Binding &b) -> void * {
     switch (b.space) {
     case MemorySpace::Weights:
@@ -84,7 +108,10 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
     case MemorySpace::Scratch:
       return scratch_.get() + b.offset;
     case MemorySpace::Input:
-      return reinterpret_cast<uint8_t *>(input_.get()) + b.offset;
+      return input + b.offset;
+    case MemorySpace::KVPool:
+      // Resolved when a paged cache is attached (see attachPagedCache).
+      return nullptr;
     }
     return nullptr;
   };
@@ -144,6 +171,60 @@ void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
   run(prefillLaunches_.data(), prefillLaunches_.size(), /*token=*/0, pos);
   logits_ = prefillLogits_;
+}
+
+const BatchLayout *CpuDevice::batchLayout() const {
+  const BatchSchedule *batch = artifact_.batchSchedule();
+  return batch ? &batch->layout : nullptr;
+}
+
+Status CpuDevice::attachPagedCache(PagedKVCache &cache) {
+  const BatchSchedule *batch = artifact_.batchSchedule();
+  if (!batch)
+    return Status::error(artifact_.path() + ": the artifact has no batch step");
+  const BatchLayout &l = batch->layout;
+  const PagedKVLayout &p = cache.layout();
+  if (p.blockSize != l.blockSize || p.sections != l.sections || p.blockBytes() != l.blockBytes ||
+      cache.numBlocks() > l.maxBlocks)
+    return Status::error("the paged KV cache does not match the artifact's batch step");
+  batchLaunches_.clear();
+  if (Status s = resolve(batch->schedule, batchLaunches_, batchLogits_, batchInput_.get()); !s)
+    return s;
+  size_t index = 0;
+  for (const Dispatch &d : batch->schedule.dispatches) {
+    Launch &launch = batchLaunches_[index++];
+    for (size_t i = 0; i < d.bindings.size(); ++i)
+      if (d.bindings[i].space == MemorySpace::KVPool)
+        launch.pointers[i] = cache.sectionBase(static_cast<int32_t>(d.bindings[i].offset));
+  }
+  paged_ = &cache;
+  return Status::ok();
+}
+
+int32_t *CpuDevice::batchTokens() {
+  const BatchLayout *l = batchLayout();
+  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->tokens.offset) : nullptr;
+}
+int32_t *CpuDevice::batchPositions() {
+  const BatchLayout *l = batchLayout();
+  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->positions.offset) : nullptr;
+}
+int32_t *CpuDevice::batchTables() {
+  const BatchLayout *l = batchLayout();
+  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->tables.offset) : nullptr;
+}
+
+void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
+  const BatchLayout &l = *batchLayout();
+  // Rows past the live ones: token 0 at position 0 of the reserved block.
+  for (int32_t r = rows; r < l.rows; ++r) {
+    batchTokens()[r] = 0;
+    batchPositions()[r] = 0;
+    std::fill_n(batchTables() + int64_t(r) * l.tableWidth, l.tableWidth,
+                PagedKVCache::kTrashBlock);
+  }
+  // The kernels' scalar parameters are (live rows, logit rows) here.
+  run(batchLaunches_.data(), batchLaunches_.size(), rows, logitRows);
 }
 
 std::string CpuDevice::describe() const {

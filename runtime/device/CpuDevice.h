@@ -28,6 +28,14 @@ public:
   KVCache &kvCache() override { return kvCache_; }
   std::string describe() const override;
 
+  const BatchLayout *batchLayout() const override;
+  Status attachPagedCache(PagedKVCache &cache) override;
+  int32_t *batchTokens() override;
+  int32_t *batchPositions() override;
+  int32_t *batchTables() override;
+  void batchStep(int32_t rows, int32_t logitRows) override;
+  const float *batchLogits() const override { return batchLogits_; }
+
   /// One dispatch of the decode (or prefill) schedule on its own, for kernel
   /// benchmarks: the same launch the step makes.
   void runDispatch(bool prefill, size_t index, int32_t token, int32_t pos);
@@ -43,7 +51,9 @@ private:
 
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
   /// Resolves a schedule's dispatches into launches (pointers computed once).
-  Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits);
+  /// `input`: the buffer the schedule's input bindings point into.
+  Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits,
+                 uint8_t *input);
   /// Runs `count` launches in order; large ones split across the arena.
   void run(const Launch *launches, size_t count, int32_t token, int32_t pos);
 
@@ -53,8 +63,11 @@ private:
   KVCache kvCache_;
   std::unique_ptr<uint8_t, void (*)(void *)> scratch_;
   std::unique_ptr<int32_t, void (*)(void *)> input_; ///< A prefill chunk's token ids.
-  std::vector<Launch> launches_, prefillLaunches_;
-  const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr;
+  /// The batch step's tokens, positions and block tables.
+  std::unique_ptr<uint8_t, void (*)(void *)> batchInput_;
+  PagedKVCache *paged_ = nullptr; ///< Attached by the batch scheduler.
+  std::vector<Launch> launches_, prefillLaunches_, batchLaunches_;
+  const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;
 };

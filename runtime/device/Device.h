@@ -3,7 +3,9 @@
 // without touching the decode loop.
 #pragma once
 
+#include "runtime/artifact/ArtifactFormat.h"
 #include "runtime/kv_cache/KVCache.h"
+#include "runtime/kv_cache/PagedKVCache.h"
 
 #include <cstdint>
 #include <string>
@@ -28,6 +30,26 @@ public:
   /// the next step.
   virtual const float *logits() const = 0;
   virtual KVCache &kvCache() = 0;
+
+  /// The batch step's shape, or nullptr when the artifact has none.
+  virtual const BatchLayout *batchLayout() const { return nullptr; }
+  /// Binds the paged cache the batch step reads and writes; its geometry
+  /// must be batchLayout()'s (see pagedLayout()).
+  virtual Status attachPagedCache(PagedKVCache &cache) {
+    (void)cache;
+    return Status::error("this artifact has no batch step");
+  }
+  /// Where the caller writes the batch step's rows before batchStep():
+  /// token ids, positions and block tables (tableWidth entries per row),
+  /// one entry or table row per live row.
+  virtual int32_t *batchTokens() { return nullptr; }
+  virtual int32_t *batchPositions() { return nullptr; }
+  virtual int32_t *batchTables() { return nullptr; }
+  /// Runs the batch step on the first `rows` rows; the first `logitRows` of
+  /// them get logits (row i's at batchLogits() + i * vocab). Rows past
+  /// `rows` are pointed at the paged cache's reserved block.
+  virtual void batchStep(int32_t rows, int32_t logitRows) { (void)rows, (void)logitRows; }
+  virtual const float *batchLogits() const { return nullptr; }
   /// A line or two on what runs where, for --verbose.
   virtual std::string describe() const = 0;
 };

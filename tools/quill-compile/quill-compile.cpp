@@ -50,6 +50,14 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> prefillChunk(
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
       cl::init(64), cl::cat(category));
+  cl::opt<int64_t> batchRows(
+      "batch-rows",
+      cl::desc("Token rows per batch step over the paged KV cache: the most sequences decoded "
+               "together (0: no batch step)"),
+      cl::init(64), cl::cat(category));
+  cl::opt<int64_t> kvBlockSize("kv-block-size",
+                               cl::desc("Positions per block of the paged KV cache"),
+                               cl::init(16), cl::cat(category));
   cl::opt<int64_t> attentionChunk(
       "attention-chunk",
       cl::desc("Cached positions per unit of split (flash-decoding) attention, used for caches of "
@@ -89,6 +97,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.prefillTokens = prefillChunk;
+  if (batchRows < 0 || batchRows % 4 != 0 || batchRows > 1024) {
+    llvm::errs() << "quill-compile: --batch-rows must be a multiple of 4 from 0 to 1024\n";
+    return 1;
+  }
+  options.batchRows = batchRows;
+  if (kvBlockSize < 1 || kvBlockSize > 4096) {
+    llvm::errs() << "quill-compile: --kv-block-size must be from 1 to 4096\n";
+    return 1;
+  }
+  options.kvBlockSize = kvBlockSize;
   if (attentionChunk < 0) {
     llvm::errs() << "quill-compile: --attention-chunk must not be negative\n";
     return 1;

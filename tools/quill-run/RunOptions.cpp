@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 namespace quill {
@@ -42,6 +43,16 @@ const char *runUsage() {
          "                        and FMA peak, print both (with --json: as JSON)\n"
          "  --bench-prompt N      prompt tokens for --bench (default 128)\n"
          "  --bench-decode N      decode steps for --bench (default 128)\n"
+         "  --batch-file FILE     run every line of FILE as a prompt, all together\n"
+         "                        (continuous batching over the paged KV cache);\n"
+         "                        results in input order, then the aggregate\n"
+         "                        decode tokens/s and the peak KV bytes\n"
+         "  --batch B[,B...]      most sequences in flight at once (default: the\n"
+         "                        artifact's batch rows); with --bench, time batched\n"
+         "                        decode of B sequences for each B\n"
+         "  --kv-budget MB        size of the paged KV cache (default: enough for every\n"
+         "                        sequence in flight to reach the full context, at\n"
+         "                        most 1024)\n"
          "  -h, --help            this text\n";
 }
 
@@ -176,6 +187,29 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       if (*n < 1)
         return Status::error("invalid " + arg + " " + *v + ": must be at least 1");
       (arg == "--bench-prompt" ? o.benchPrompt : o.benchDecode) = *n;
+    } else if (arg == "--batch-file") {
+      QUILL_TRY(v, value());
+      o.batchFile = *v;
+    } else if (arg == "--batch") {
+      QUILL_TRY(v, value());
+      std::string list = *v;
+      o.batchSizes.clear();
+      for (size_t start = 0; start <= list.size();) {
+        size_t comma = std::min(list.find(',', start), list.size());
+        std::string item = list.substr(start, comma - start);
+        QUILL_TRY(b, parseInteger<int32_t>(arg, item.c_str()));
+        if (*b < 1)
+          return Status::error("invalid --batch " + list + ": batch sizes must be at least 1");
+        o.batchSizes.push_back(*b);
+        start = comma + 1;
+      }
+    } else if (arg == "--kv-budget") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(mb, parseInteger<int64_t>(arg, *v));
+      if (*mb < 1 || *mb > (int64_t(1) << 30))
+        return Status::error("invalid --kv-budget " + std::string(*v) +
+                             ": expected a size in MB, at least 1");
+      o.kvBudgetMB = *mb;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -193,6 +227,12 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
     return Status::error("no artifact given (see --help)");
   if (Status s = validate(o.sampling); !s)
     return s;
+  if (!o.batchFile.empty() && !o.prompt.empty())
+    return Status::error("--batch-file and --prompt exclude each other: put the prompt in the file");
+  if (!o.batchFile.empty() && o.bench)
+    return Status::error("--batch-file and --bench exclude each other");
+  if (o.batchSizes.size() > 1 && !o.bench)
+    return Status::error("several --batch sizes are for --bench only");
   if (o.sampling.logprobs && !o.json)
     return Status::error("--logprobs is reported in the --json output only: add --json");
   return o;

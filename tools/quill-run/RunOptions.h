@@ -24,6 +24,11 @@ struct RunOptions {
   bool bench = false;         ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.
   int32_t benchDecode = 128;  ///< Decode steps timed by --bench.
+  std::string batchFile;      ///< Prompts to run together, one per line.
+  /// Sequences in flight at once (--batch); with --bench, each one is a
+  /// batched measurement. Empty: as many as the batch step has rows.
+  std::vector<int32_t> batchSizes;
+  int64_t kvBudgetMB = 0;     ///< Paged KV cache size; 0: the default.
   bool help = false;
 };
 

@@ -1,11 +1,12 @@
 // quill-run: generate text from a compiled Quill artifact.
+#include "BatchMode.h"
+#include "ResultJson.h"
 #include "RunOptions.h"
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/bench/ModelBench.h"
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
-#include "runtime/support/Json.h"
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
@@ -22,40 +23,6 @@ namespace {
 int fail(const std::string &message) {
   std::fprintf(stderr, "quill-run: %s\n", message.c_str());
   return 1;
-}
-
-std::string jsonIds(const std::vector<int32_t> &ids) {
-  std::string out = "[";
-  for (size_t i = 0; i < ids.size(); ++i)
-    out += (i ? "," : "") + std::to_string(ids[i]);
-  return out + "]";
-}
-
-double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
-
-/// A log-probability as a JSON number; JSON has no -inf, so an impossible
-/// token (which the sampler never picks) would read null.
-std::string jsonLogprob(float value) {
-  if (!std::isfinite(value))
-    return "null";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.7g", static_cast<double>(value));
-  return buffer;
-}
-
-/// [{"token":ID,"logprob":X,"top":[{"token":ID,"logprob":X},...]},...]
-std::string jsonLogprobs(const std::vector<quill::StepLogprobs> &steps) {
-  std::string out = "[";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const quill::StepLogprobs &step = steps[i];
-    out += (i ? ",{\"token\":" : "{\"token\":") + std::to_string(step.token) +
-           ",\"logprob\":" + jsonLogprob(step.logprob) + ",\"top\":[";
-    for (size_t k = 0; k < step.top.size(); ++k)
-      out += (k ? ",{\"token\":" : "{\"token\":") + std::to_string(step.top[k].token) +
-             ",\"logprob\":" + jsonLogprob(step.top[k].logprob) + "}";
-    out += "]}";
-  }
-  return out + "]";
 }
 
 } // namespace
@@ -90,6 +57,10 @@ int main(int argc, char **argv) {
   auto device = CpuDevice::create(*artifact, arena);
   if (!device)
     return fail(device.message());
+  if (!options.batchFile.empty())
+    return runBatchFile(options, *artifact, *tokenizer, **device, arena);
+  if (options.bench && !options.batchSizes.empty())
+    return benchBatches(options, *artifact, *tokenizer, **device, arena);
   if (options.bench) {
     // Short contexts shrink the benchmark rather than fail it.
     int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
@@ -129,20 +100,10 @@ int main(int argc, char **argv) {
   double prefillRate = perSecond(result->promptTokens.size(), result->prefillSeconds);
   double decodeRate = perSecond(result->tokens.size(), result->decodeSeconds);
   if (options.json) {
-    std::ostringstream out;
-    out.precision(6);
-    out << "{\"prompt_tokens\":" << jsonIds(result->promptTokens)
-        << ",\"tokens\":" << jsonIds(result->tokens) << ",\"text\":" << jsonQuote(result->text)
-        << ",\"stop_reason\":\"" << stopReasonName(result->stop) << "\"";
-    if (options.sampling.logprobs)
-      out << ",\"logprobs\":" << jsonLogprobs(result->logprobs);
-    out
-        << ",\"seed\":" << options.sampling.seed
-        << ",\"timings\":{\"prefill_tokens_per_s\":" << prefillRate
-        << ",\"decode_tokens_per_s\":" << decodeRate
-        << ",\"prefill_ms\":" << result->prefillSeconds * 1e3
-        << ",\"decode_ms\":" << result->decodeSeconds * 1e3 << "}}\n";
-    std::fputs(out.str().c_str(), stdout);
+    ResultJsonFields fields;
+    fields.logprobs = options.sampling.logprobs;
+    fields.seed = options.sampling.seed;
+    std::fputs((resultJson(*result, fields) + "\n").c_str(), stdout);
   } else {
     std::fputc('\n', stdout);
     std::fflush(stdout);

@@ -4,6 +4,9 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 
 namespace mlir::quill {
@@ -39,6 +42,75 @@ Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, *value)},
                                 ValueRange{slice})
       ->getResult(0);
+}
+
+namespace {
+/// A 4-loop (k, g, t, d) contraction of attention with the given maps.
+Value attentionContraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
+                           bool reduceOverD) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr k, g, t, d;
+  bindDims(ctx, k, g, t, d);
+  auto map4 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(4, 0, exprs, ctx); };
+  using utils::IteratorType;
+  auto par = IteratorType::parallel, red = IteratorType::reduction;
+  SmallVector<AffineMap> maps =
+      reduceOverD ? SmallVector<AffineMap>{map4({k, g, d}), map4({t, k, d}), map4({k, g, t})}
+                  : SmallVector<AffineMap>{map4({k, g, t}), map4({t, k, d}), map4({k, g, d})};
+  SmallVector<IteratorType> iterators =
+      reduceOverD ? SmallVector<IteratorType>{par, par, par, red}
+                  : SmallVector<IteratorType>{par, par, red, par};
+  return buildGeneric(b, loc, ValueRange{lhs, rhs}, init, maps, iterators,
+                      multiplyAccumulate(reductionFastMath(b)));
+}
+} // namespace
+
+Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value init) {
+  return attentionContraction(b, loc, query, keys, init, /*reduceOverD=*/true);
+}
+
+Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init) {
+  return attentionContraction(b, loc, probs, values, init, /*reduceOverD=*/false);
+}
+
+Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, int64_t group,
+                    OpFoldResult units, int64_t headDim) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr k, g, t;
+  bindDims(ctx, k, g, t);
+  auto map3 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(3, 0, exprs, ctx); };
+  SmallVector<utils::IteratorType> parallel(3, utils::IteratorType::parallel);
+  SmallVector<utils::IteratorType> reduceLast = {
+      utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction};
+  Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
+  scores = buildElementwise(b, loc, ValueRange{}, scores,
+                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                              return arith::DivFOp::create(nb, l, args[0], root);
+                            });
+  auto rowReduce = [&](Value input, float init, bool isMax) {
+    Value acc = scratchSlice(b, loc, {kvHeads, group}, {units, b.getIndexAttr(group)}, init);
+    return buildGeneric(b, loc, ValueRange{input}, acc, {map3({k, g, t}), map3({k, g})},
+                        reduceLast, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                          if (isMax)
+                            return arith::MaximumFOp::create(nb, l, args[1], args[0]);
+                          return arith::AddFOp::create(nb, l, args[1], args[0]);
+                        });
+  };
+  auto rowBroadcast = [&](Value input, Value row,
+                          function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
+    return buildGeneric(b, loc, ValueRange{row}, input, {map3({k, g}), map3({k, g, t})},
+                        parallel, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                          return fn(nb, l, args[1], args[0]);
+                        });
+  };
+  Value max = rowReduce(scores, -std::numeric_limits<float>::infinity(), true);
+  Value exps = rowBroadcast(scores, max, [](OpBuilder &nb, Location l, Value s, Value m) {
+    return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, s, m)).getResult();
+  });
+  Value sum = rowReduce(exps, 0.0f, false);
+  return rowBroadcast(exps, sum, [](OpBuilder &nb, Location l, Value e, Value s) {
+    return arith::DivFOp::create(nb, l, e, s).getResult();
+  });
 }
 
 Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,

@@ -56,6 +56,18 @@ Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps);
 /// `values` ([..., n]) times the per-row `scales` ([...]).
 Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales);
 
+/// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t]: attention scores
+/// of query heads [kv head, group, d] over keys [position, kv head, d].
+Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
+/// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d]. The loops run
+/// (k, g, t, d): the innermost along contiguous rows of V and of the output.
+Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
+/// Attention probabilities from raw scores [kv heads, group, positions]
+/// (the leading `units` kv heads of a scratch of `kvHeads`): scaled by
+/// 1/sqrt(head_dim), then a softmax over positions (max, exp(s - max), sum,
+/// divide), in place.
+Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, int64_t group,
+                    OpFoldResult units, int64_t headDim);
 /// A constant f32.
 Value f32Constant(OpBuilder &b, Location loc, float value);
 

@@ -5,18 +5,13 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
-#include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::quill;
 
 namespace {
-
-using utils::IteratorType;
 
 struct LowerAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -76,7 +71,6 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
   /// [begin, begin + units): the flattened [units, group, head_dim] output.
   static Value attendOne(OpBuilder &b, Location loc, AttentionOp op, Value queryVector, Value pos,
                          OpFoldResult begin, OpFoldResult units) {
-    MLIRContext *ctx = b.getContext();
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
@@ -107,69 +101,15 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     Value keys = cacheView(op.getKeys());
     Value values = cacheView(op.getValues());
 
-    AffineExpr k, g, t, d;
-    bindDims(ctx, k, g, t, d);
-    auto map3 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(3, 0, exprs, ctx); };
-    auto map4 = [&](ArrayRef<AffineExpr> exprs) { return AffineMap::get(4, 0, exprs, ctx); };
-    auto fastMath = reductionFastMath(b);
-    SmallVector<IteratorType> par3(3, IteratorType::parallel);
-    SmallVector<IteratorType> reduceLast = {IteratorType::parallel, IteratorType::parallel,
-                                            IteratorType::reduction};
-
-    // scores[k, g, t] = sum_d q[k, g, d] * K[t, k, d], then / sqrt(head_dim).
+    // scores[k, g, t] = q[k, g, :] . K[t, k, :]; softmax over t; the
+    // probability-weighted sum of V rows.
     Value scores = scratchSlice(b, loc, {kvHeads, group, context},
                                 {units, index(group), positions}, 0.0f);
-    scores = buildGeneric(
-        b, loc, ValueRange{query, keys}, scores,
-        {map4({k, g, d}), map4({t, k, d}), map4({k, g, t})},
-        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-         IteratorType::reduction},
-        multiplyAccumulate(fastMath));
-    Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
-    scores = buildElementwise(b, loc, ValueRange{}, scores,
-                              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                                return arith::DivFOp::create(nb, l, args[0], root);
-                              });
-
-    // Softmax over t: max, exp(s - max), sum, divide.
-    auto rowReduce = [&](Value input, float init, bool isMax) {
-      Value acc = scratchSlice(b, loc, {kvHeads, group}, {units, index(group)}, init);
-      return buildGeneric(b, loc, ValueRange{input}, acc,
-                          {map3({k, g, t}), map3({k, g})}, reduceLast,
-                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                            if (isMax)
-                              return arith::MaximumFOp::create(nb, l, args[1], args[0]);
-                            return arith::AddFOp::create(nb, l, args[1], args[0]);
-                          });
-    };
-    auto rowBroadcast = [&](Value input, Value row,
-                            std::function<Value(OpBuilder &, Location, Value, Value)> fn) {
-      return buildGeneric(b, loc, ValueRange{row}, input,
-                          {map3({k, g}), map3({k, g, t})}, par3,
-                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                            return fn(nb, l, args[1], args[0]);
-                          });
-    };
-    Value max = rowReduce(scores, -std::numeric_limits<float>::infinity(), true);
-    Value exps = rowBroadcast(scores, max, [](OpBuilder &nb, Location l, Value s, Value m) {
-      return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, s, m)).getResult();
-    });
-    Value sum = rowReduce(exps, 0.0f, false);
-    Value probs = rowBroadcast(exps, sum, [](OpBuilder &nb, Location l, Value e, Value s) {
-      return arith::DivFOp::create(nb, l, e, s).getResult();
-    });
-
-    // out[k, g, d] = sum_t p[k, g, t] * V[t, k, d], loops (k, g, t, d): the
-    // innermost loop runs along a contiguous row of V and of out (vectors),
-    // not down a column of V.
+    scores = attentionScores(b, loc, query, keys, scores);
+    Value probs = scaledSoftmax(b, loc, scores, kvHeads, group, units, headDim);
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
                              {units, index(group), index(headDim)}, 0.0f);
-    out = buildGeneric(
-        b, loc, ValueRange{probs, values}, out,
-        {map4({k, g, t}), map4({t, k, d}), map4({k, g, d})},
-        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction,
-         IteratorType::parallel},
-        multiplyAccumulate(fastMath));
+    out = attentionWeightedSum(b, loc, probs, values, out);
     return tensor::CollapseShapeOp::create(b, loc, out,
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }

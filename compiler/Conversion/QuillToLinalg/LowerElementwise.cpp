@@ -54,8 +54,13 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value position = pos;
           SmallVector<Value> row;
           if (rank == 2) {
+            // Row t is at pos + t, or at pos[t] given per-row positions.
             Value t = linalg::IndexOp::create(b, l, 0);
-            position = arith::AddIOp::create(b, l, pos, t);
+            if (isa<RankedTensorType>(pos.getType()))
+              position = arith::IndexCastOp::create(
+                  b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, pos, ValueRange{t}));
+            else
+              position = arith::AddIOp::create(b, l, pos, t);
             row.push_back(t);
           }
           Value two = arith::ConstantIndexOp::create(b, l, 2);

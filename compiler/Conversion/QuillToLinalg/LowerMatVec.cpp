@@ -150,18 +150,18 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
       multiplyAccumulate(fastMath));
 }
 
-/// Rows [first, first + blocks * kMatMulRows) of W times T token rows of X,
-/// into columns [0, blocks * kMatMulRows) of `init` ([T, rows]): register
+/// Rows [first, first + blocks * kMatMulRows) of W times the first
+/// `tokenBlocks` * kTokenBlock token rows of X, into columns
+/// [0, blocks * kMatMulRows) of `init` ([T, rows]): register
 /// tiles of kTokenBlock tokens x kMatMulRows weight rows, each a vector of
 /// kLanes partial sums carried through the loop over the width. Each weight
 /// row is read from memory once per chunk of T tokens: the prefill's gain.
 Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                    Value blocks, Value init) {
+                    Value blocks, Value tokenBlocks, Value init) {
   // The width is taken in panels of kPanel columns (the outermost loop), so
   // the token rows' panel stays in L2 while every weight block passes over
   // it; each panel's dot products are added into the output.
   int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
-  int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   auto f32 = b.getF32Type();
   auto lanes = VectorType::get({kLanes}, f32);
   auto fastMath = reductionFastMath(b);
@@ -189,8 +189,8 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
       [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
         Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, kMatMulRows));
         Value row = arith::AddIOp::create(nb, l, first, column);
-        auto tokenBlocks = scf::ForOp::create(
-            nb, l, zero, constant(nb, l, tokens / kTokenBlock), one, ValueRange{rowCarried[0]},
+        auto tokenLoop = scf::ForOp::create(
+            nb, l, zero, tokenBlocks, one, ValueRange{rowCarried[0]},
             [&](OpBuilder &tb, Location tl, Value tokenBlock, ValueRange carried) {
               Value token0 = arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, kTokenBlock));
               SmallVector<Value> tokenIndex, rowIndex;
@@ -234,18 +234,21 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
               }
               scf::YieldOp::create(tb, tl, ValueRange{out});
             });
-        scf::YieldOp::create(nb, l, ValueRange{tokenBlocks.getResult(0)});
+        scf::YieldOp::create(nb, l, ValueRange{tokenLoop.getResult(0)});
       });
   scf::YieldOp::create(pb, pl, ValueRange{rowBlocks.getResult(0)});
       });
   return panelLoop.getResult(0);
 }
 
-  /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
-  /// where the shapes allow, the leftover weight rows with a plain generic.
+/// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
+/// where the shapes allow, the leftover weight rows with a plain generic.
+/// With `liveRows`, the register tiles stop after the tile that holds the
+/// last live token row (a batch step's later rows are unused); each element
+/// is computed the same way whichever rows are live.
 Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                           OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate) {
+                          bool intermediate, Value liveRows) {
     int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
     int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
@@ -266,9 +269,19 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
       return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
     OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
     OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
+    Value tokenBlocks = arith::ConstantIndexOp::create(b, loc, tokens / kTokenBlock);
+    if (liveRows) {
+      // ceil(live rows / kTokenBlock), at most all of them.
+      Value rounded = arith::AddIOp::create(
+          b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, kTokenBlock - 1));
+      Value live = arith::DivUIOp::create(
+          b, loc, rounded, arith::ConstantIndexOp::create(b, loc, kTokenBlock));
+      tokenBlocks = arith::MinUIOp::create(b, loc, live, tokenBlocks);
+    }
     Value result = blockedMatMul(b, loc, weight, input,
                                  getValueOrCreateConstantIndexOp(b, loc, firstRow),
-                                 getValueOrCreateConstantIndexOp(b, loc, blocks), init);
+                                 getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks,
+                                 init);
     OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
     if (getConstantIntValue(tailRows) == 0)
       return result;
@@ -343,7 +356,7 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     bool rows = inputType.getRank() == 2; // T token rows: a matmul.
     int64_t tokens = rows ? inputType.getDimSize(0) : 1;
     Value result = rows ? matMulRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     op.getSwiglu())
+                                     op.getSwiglu(), op.getRows())
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
                                      /*intermediate=*/op.getSwiglu());
     if (std::optional<APFloat> eps = op.getNormEps()) {

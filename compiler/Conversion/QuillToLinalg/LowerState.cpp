@@ -1,7 +1,10 @@
-// quill.embedding(s) and quill.kv_write -> reads of the table, slices of the cache.
+// quill.embedding(s) and quill.(paged_)kv_write -> reads of the table, slices
+// of the cache.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::quill;
@@ -40,6 +43,48 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
   }
 };
 
+/// Row t into block tables[t, p / B], slot p mod B, for p = positions[t]:
+/// one row at a time (rows of one sequence may share a block).
+struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PagedKVWriteOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PatternRewriter &b = rewriter;
+    auto rowsType = op.getRows().getType();
+    int64_t count = rowsType.getDimSize(0), width = rowsType.getDimSize(1);
+    int64_t blockSize = op.getCache().getType().getDimSize(1);
+    auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value blockRows = index(blockSize);
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index(count), index(1), ValueRange{op.getCache()},
+        [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
+          auto toIndex = [&](Value v) {
+            return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
+          };
+          Value pos = toIndex(tensor::ExtractOp::create(nb, l, op.getPositions(), ValueRange{t}));
+          Value entry = arith::DivUIOp::create(nb, l, pos, blockRows);
+          Value slot = arith::RemUIOp::create(nb, l, pos, blockRows);
+          Value block =
+              toIndex(tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, entry}));
+          Value row = tensor::ExtractSliceOp::create(
+              nb, l, RankedTensorType::get({width}, nb.getF32Type()), op.getRows(),
+              ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value cache = tensor::InsertSliceOp::create(
+              nb, l, row, carried[0], ArrayRef<OpFoldResult>{block, slot, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                     nb.getIndexAttr(width)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                     nb.getIndexAttr(1)});
+          scf::YieldOp::create(nb, l, ValueRange{cache});
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
 /// T tokens' rows: a gather, result[t, d] = table[tokens[t], d].
 struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -65,5 +110,6 @@ struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
 } // namespace
 
 void mlir::quill::populateLowerStatePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerEmbedding, LowerEmbeddings, LowerKVWrite>(patterns.getContext());
+  patterns.add<LowerEmbedding, LowerEmbeddings, LowerKVWrite, LowerPagedKVWrite>(
+      patterns.getContext());
 }

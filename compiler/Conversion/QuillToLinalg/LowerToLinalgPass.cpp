@@ -24,6 +24,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     populateLowerStatePatterns(patterns);
     populateLowerAttentionPatterns(patterns);
     populateLowerFlashAttentionPatterns(patterns);
+    populateLowerPagedAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     WalkResult leftover = getOperation().walk([](Operation *op) {

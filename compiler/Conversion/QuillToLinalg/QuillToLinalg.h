@@ -17,5 +17,7 @@ void populateLowerStatePatterns(RewritePatternSet &patterns);
 void populateLowerAttentionPatterns(RewritePatternSet &patterns);
 /// quill.attention_partial and quill.attention_merge (flash-decoding).
 void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns);
+/// quill.paged_attention: per row, through its block table.
+void populateLowerPagedAttentionPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::quill

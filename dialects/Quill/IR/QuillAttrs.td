@@ -8,8 +8,11 @@ def Quill_BindingAttr : Quill_Attr<"Binding", "binding"> {
   let summary = "A byte range of one runtime memory space bound to a kernel argument";
   let description = [{
     Names where a kernel argument lives at run time: `space` is one of
-    `weights` (the artifact's mapped weight blob), `kv` (the KV cache) or
-    `scratch` (activations); `offset` and `bytes` delimit the range.
+    `weights` (the artifact's mapped weight blob), `kv` (the KV cache of
+    one sequence), `scratch` (activations), `input` (what the runtime
+    writes before a step: token ids, positions, block tables) or `kv_pool`
+    (the paged KV cache: `offset` is a section number, `bytes` the size of
+    one block of it); otherwise `offset` and `bytes` delimit the range.
 
     Example: `#quill.binding<"weights", 4096, 16384>`
   }];

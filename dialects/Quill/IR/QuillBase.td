@@ -38,5 +38,12 @@ def Quill_Matrix : 2DTensorOf<[F32]>;
 // Activations: one vector (a decode step) or one row per token ([T, width],
 // a prefill chunk of T tokens).
 def Quill_Rows : TensorRankOf<[F32], [1, 2]>;
+// A paged KV cache section: [blocks, block size, kv width]. The block count
+// is a bound, not the allocation: the runtime sizes the pool.
+def Quill_BlockPool : 3DTensorOf<[F32]>;
+// Per-row integers of a batch step: token ids, positions.
+def Quill_RowInts : 1DTensorOf<[I32]>;
+// Block tables of a batch step: [rows, blocks per sequence].
+def Quill_BlockTables : 2DTensorOf<[I32]>;
 
 #endif // QUILL_BASE_TD

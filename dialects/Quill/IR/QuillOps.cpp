@@ -72,9 +72,30 @@ LogicalResult KVCacheOp::verify() {
            << getKind() << "\"";
   if (getLayerAttr().getInt() < 0)
     return emitOpError("layer must be non-negative, got ") << getLayerAttr().getInt();
-  if (!getType().hasStaticShape())
+  if (!cast<RankedTensorType>(getType()).hasStaticShape())
     return emitOpError("cache must have a static shape");
   return success();
+}
+
+/// The block tables and positions of a batch step: one row each per token
+/// row, tables at least one entry wide.
+static LogicalResult verifyBatchRows(Operation *op, Value rows, Value tables, Value positions) {
+  int64_t count = dimOf(rows, 0);
+  if (mismatch(dimOf(tables, 0), count) || mismatch(dimOf(positions, 0), count))
+    return op->emitOpError("tables and positions need one row per token row (")
+           << count << "), got " << dimOf(tables, 0) << " and " << dimOf(positions, 0);
+  if (dimOf(tables, 1) < 1)
+    return op->emitOpError("block tables need at least one entry per row");
+  return success();
+}
+
+LogicalResult PagedKVWriteOp::verify() {
+  if (failed(verifyStaticShapes(*this)))
+    return failure();
+  if (mismatch(widthOf(getRows()), dimOf(getCache(), 2)))
+    return emitOpError("rows have ") << widthOf(getRows())
+                                     << " elements but the cache rows have " << dimOf(getCache(), 2);
+  return verifyBatchRows(*this, getRows(), getTables(), getPositions());
 }
 
 LogicalResult KVWriteOp::verify() {
@@ -213,7 +234,25 @@ LogicalResult RoPEOp::verify() {
            << headDim << "-wide heads";
   if (!(getTheta().convertToFloat() > 0.0f))
     return emitOpError("theta must be positive");
+  if (auto positions = dyn_cast<RankedTensorType>(getPos().getType()))
+    if (getInput().getType().getRank() != 2 ||
+        mismatch(positions.getDimSize(0), dimOf(getInput(), 0)))
+      return emitOpError("per-row positions need [T, width] input of as many rows, got ")
+             << getInput().getType() << " and " << positions;
   return success();
+}
+
+/// quill.rope's position type: nothing for an index, `, tensor<Txi32>` for
+/// per-row positions.
+static ParseResult parseRowPositions(OpAsmParser &parser, Type &type) {
+  if (succeeded(parser.parseOptionalComma()))
+    return parser.parseType(type);
+  type = parser.getBuilder().getIndexType();
+  return success();
+}
+static void printRowPositions(OpAsmPrinter &printer, Operation *, Type type) {
+  if (!type.isIndex())
+    printer << ", " << type;
 }
 
 LogicalResult AttentionOp::verify() {
@@ -241,6 +280,28 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("result has ")
            << widthOf(getResult()) << " elements but the query has " << width;
   return success();
+}
+
+LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
+    return failure();
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError("num_heads (") << heads << ") must be a positive multiple of num_kv_heads ("
+                                      << kvHeads << ")";
+  int64_t width = widthOf(getQuery());
+  if (width % heads != 0)
+    return emitOpError("query of ") << width << " elements does not split into " << heads
+                                    << " heads";
+  if (getKeys().getType() != getValues().getType())
+    return emitOpError("keys and values caches differ in shape");
+  if (mismatch(dimOf(getKeys(), 2), width / heads * kvHeads))
+    return emitOpError("cache rows have ") << dimOf(getKeys(), 2) << " elements but " << kvHeads
+                                           << " kv heads of " << width / heads << " need "
+                                           << width / heads * kvHeads;
+  if (!isTiled() && getResult().getType() != getQuery().getType())
+    return emitOpError("result must have the query's type ") << getQuery().getType();
+  return verifyBatchRows(*this, getQuery(), getTables(), getPositions());
 }
 
 LogicalResult SwiGLUOp::verify() { return verifyStaticShapes(*this); }
@@ -304,7 +365,8 @@ LogicalResult DispatchOp::verify() {
   for (Attribute attr : getBindings()) {
     auto binding = cast<BindingAttr>(attr);
     StringRef space = binding.getSpace();
-    if (space != "weights" && space != "kv" && space != "scratch" && space != "input")
+    if (space != "weights" && space != "kv" && space != "scratch" && space != "input" &&
+        space != "kv_pool")
       return emitOpError("unknown memory space \"") << space << "\"";
     if (binding.getOffset() < 0 || binding.getBytes() <= 0)
       return emitOpError("binding range must be non-negative and non-empty");

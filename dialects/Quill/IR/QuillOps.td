@@ -37,9 +37,18 @@ def Quill_KVCacheOp : Quill_Op<"kv_cache", [Pure]> {
     ```mlir
     %k = quill.kv_cache "key" layer 0 : tensor<512x32xf32>
     ```
+
+    In a batch step the cache is paged: `[blocks, block size, kv width]`,
+    one section of the runtime's block pool; sequences reach their
+    positions through block tables (`quill.paged_kv_write`,
+    `quill.paged_attention`).
+
+    ```mlir
+    %k = quill.kv_cache "key" layer 0 : tensor<65536x16x32xf32>
+    ```
   }];
   let arguments = (ins StrAttr:$kind, I64Attr:$layer);
-  let results = (outs Quill_Matrix:$result);
+  let results = (outs AnyTypeOf<[Quill_Matrix, Quill_BlockPool]>:$result);
   let assemblyFormat = "$kind `layer` $layer attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -179,10 +188,11 @@ class Quill_MatVecOp<string mnemonic, string what>
     : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
                        Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
+                       Optional<Index>:$rows,
                        UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`residual` $residual^ `:` type($residual))?
+    $input `,` $weight (`rows` $rows^)? (`residual` $residual^ `:` type($residual))?
     (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
     type($weight) `->` type($result)
   }];
@@ -205,6 +215,9 @@ def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
     rows and returns `silu(gate) * up`, half as many elements. A prologue:
     with `norm_eps`, the input is RMS-normalized first (its weight folded
     into the weight's columns): `result = (W' x) / sqrt(mean(x^2) + eps)`.
+    In a batch step, `rows %n` says only the first `n` token rows of a
+    [T, width] input are live: the rest of the result is left undefined
+    (the runtime fills a batch of fewer than T sequences).
 
     ```mlir
     %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>
@@ -267,16 +280,17 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
   let description = [{
     For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
     rotates by the angle `pos / theta^(d / head_dim)` (llama2.c's layout);
-    row t of a [T, width] input is at position `pos + t`.
+    row t of a [T, width] input is at position `pos + t`, or at `pos[t]`
+    when `pos` is a tensor of per-row positions (a batch step).
 
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Rows:$input, Index:$pos, I64Attr:$head_dim,
-                       F32Attr:$theta);
+  let arguments = (ins Quill_Rows:$input, AnyTypeOf<[Index, Quill_RowInts]>:$pos,
+                       I64Attr:$head_dim, F32Attr:$theta);
   let results = (outs Quill_Rows:$result);
-  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input)";
+  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input) custom<RowPositions>(type($pos))";
   let hasVerifier = 1;
 }
 
@@ -310,6 +324,66 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
       auto type = getQuery().getType();
       return type.getDimSize(type.getRank() - 1) / getNumHeads();
     }
+  }];
+}
+
+def Quill_PagedKVWriteOp : Quill_Op<"paged_kv_write",
+    [AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
+  let summary = "Stores each row's keys or values through its block table";
+  let description = [{
+    Row `t` of `rows` goes to position `p = positions[t]` of its sequence:
+    block `tables[t, p / block size]`, slot `p mod block size` of the
+    paged cache. Rows of one sequence share a table; the runtime makes sure
+    no two sequences write the same block (copy-on-write) and points rows
+    it leaves unused at a reserved block.
+
+    ```mlir
+    %k1 = quill.paged_kv_write %k into %kc through %tables at %positions
+        : tensor<4x32xf32> into tensor<1024x16x32xf32>, tensor<4x8xi32>, tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$rows, Quill_BlockPool:$cache,
+                       Quill_BlockTables:$tables, Quill_RowInts:$positions);
+  let results = (outs Quill_BlockPool:$result);
+  let assemblyFormat = [{
+    $rows `into` $cache `through` $tables `at` $positions attr-dict `:` type($rows) `into`
+    type($cache) `,` type($tables) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
+    [Pure, AllTypesMatch<["keys", "values"]>]> {
+  let summary = "Attention of each row over its own sequence in a paged cache";
+  let description = [{
+    Row `t` of `query` is one token of some sequence at position
+    `positions[t]`: it attends to that sequence's positions
+    `0..positions[t]`, read block by block through row `t` of `tables`
+    (scores scaled by `1/sqrt(head_dim)`, softmax, weighted sum of values,
+    as `quill.attention`). Rows never see each other, so a row's result
+    does not depend on the rest of the batch. Inside a kernel,
+    `tile [%b, %e]` restricts the op to rows `[b, e)`.
+
+    ```mlir
+    %o = quill.paged_attention %q, %kc, %vc through %tables at %positions
+        {num_heads = 8 : i64, num_kv_heads = 4 : i64}
+        : tensor<4x64xf32>, tensor<1024x16x32xf32>, tensor<4x8xi32>, tensor<4xi32> -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Quill_Matrix:$query, Quill_BlockPool:$keys, Quill_BlockPool:$values,
+                       Quill_BlockTables:$tables, Quill_RowInts:$positions,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads, Variadic<Index>:$tile);
+  let results = (outs Quill_Matrix:$result);
+  let assemblyFormat = [{
+    $query `,` $keys `,` $values `through` $tables `at` $positions (`tile` `[` $tile^ `]`)?
+    attr-dict `:` type($query) `,` type($keys) `,` type($tables) `,` type($positions) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
+    int64_t getHeadDim() { return getQuery().getType().getDimSize(1) / getNumHeads(); }
+    int64_t getBlockSize() { return getKeys().getType().getDimSize(1); }
   }];
 }
 
@@ -406,14 +480,20 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
     attributes give the runtime its memory plan: the bytes of scratch
     (activations), of KV cache and of weights, where the logits land, and the
     byte offset of every named weight in the weight blob, and the weights
-    that fusion passes pack from several named ones (`weight_packs`).
+    that fusion passes pack from several named ones (`weight_packs`), and
+    where the step's tensor arguments go in the runtime's input buffer
+    (`inputs`, in argument order). Bindings in space `kv_pool` name a section
+    of the paged KV cache (offset `2 * layer` for keys, `+ 1` for values;
+    bytes: one block of it); the runtime places the sections.
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$scratch_bytes,
                        I64Attr:$kv_bytes, I64Attr:$weight_bytes,
                        Quill_BindingAttr:$logits,
                        DictionaryAttr:$weight_offsets,
                        OptionalAttr<TypedArrayAttrBase<Quill_WeightPackAttr,
-                                    "packed weights">>:$weight_packs);
+                                    "packed weights">>:$weight_packs,
+                       OptionalAttr<TypedArrayAttrBase<Quill_BindingAttr,
+                                    "step inputs">>:$inputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$name attr-dict-with-keyword $body";
 }

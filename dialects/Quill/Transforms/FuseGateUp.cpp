@@ -28,6 +28,7 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
       auto gate = swiglu.getGate().getDefiningOp<LinearOp>();
       auto up = swiglu.getUp().getDefiningOp<LinearOp>();
       if (!isPlainLinear(gate) || !isPlainLinear(up) || gate.getInput() != up.getInput() ||
+          gate.getRows() != up.getRows() ||
           gate.getWeight().getType() != up.getWeight().getType())
         continue;
       // The fused op goes where the earlier projection was, so that it
@@ -47,7 +48,7 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
                                       /*scale=*/Value(), /*interleave=*/true);
       Value fused = LinearOp::create(b, swiglu.getLoc(), swiglu.getType(), gate.getInput(), packed,
                                      /*residual=*/Value(), /*tile=*/ValueRange{},
-                                     /*swiglu=*/b.getUnitAttr(), /*normEps=*/FloatAttr());
+                                     /*rows=*/gate.getRows(), /*swiglu=*/b.getUnitAttr(), /*normEps=*/FloatAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();
       gate.erase();

@@ -57,7 +57,7 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
         /*scale=*/Value(), /*interleave=*/false);
     Value fused = LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(),
                                    packed, /*residual=*/Value(), /*tile=*/ValueRange{},
-                                   /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
+                                   /*rows=*/Value(), /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     int64_t offset = 0;
     for (LinearOp linear : group) {
       Value part = SliceOp::create(b, loc, linear.getType(), fused, offset);

@@ -40,6 +40,8 @@ struct MemoryPlan {
   SmallVector<Attribute> packs;
   std::map<std::pair<std::string, int64_t>, std::pair<int64_t, Type>> caches;
   DenseMap<Value, BindingAttr> bindings;
+  /// Where each tensor argument of the step being planned lives.
+  SmallVector<Attribute> inputs;
 };
 
 /// How a kernel splits its work: `work` units, each `rowsPerUnit` output
@@ -60,6 +62,11 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   } else if (auto partial = dyn_cast<AttentionPartialOp>(op)) {
     // One unit per kv head and chunk of positions: a row of the result.
     tiling.work = partial.getNumKvHeads() * partial.getChunks();
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+  } else if (auto paged = dyn_cast<PagedAttentionOp>(op)) {
+    // One unit per token row.
+    tiling.work = paged.getQuery().getType().getDimSize(0);
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
@@ -92,8 +99,9 @@ std::string kernelKey(Operation *op) {
   os << op->getName() << "|";
   for (Value operand : op->getOperands()) {
     os << operand.getType();
-    // Index operands are step arguments (token or pos): kernels read them
-    // from fixed parameters, so which one feeds the op is part of the kernel.
+    // Index operands are step arguments (token or pos, rows or logit
+    // rows): kernels read them from fixed parameters, so which one feeds
+    // the op is part of the kernel.
     if (auto arg = dyn_cast<BlockArgument>(operand))
       os << "#arg" << arg.getArgNumber();
     os << ",";
@@ -121,11 +129,16 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
     plan.bindings[value] =
         BindingAttr::get(ctx, space, offset, byteSize(value.getType()));
   };
-  // Tensor arguments (a prefill's token ids) live in the runtime's input
-  // buffer.
+  // Tensor arguments (token ids; a batch's positions and block tables) live
+  // in the runtime's input buffer, one after the other.
+  plan.inputs.clear();
+  int64_t inputBytes = 0;
   for (BlockArgument arg : step.getArguments())
-    if (isa<RankedTensorType>(arg.getType()))
-      bind(arg, "input", 0);
+    if (isa<RankedTensorType>(arg.getType())) {
+      bind(arg, "input", inputBytes);
+      plan.inputs.push_back(plan.bindings[arg]);
+      inputBytes += alignUp(byteSize(arg.getType()));
+    }
   for (Operation &op : step.getBody().front()) {
     if (auto weight = dyn_cast<WeightOp>(op)) {
       auto [it, inserted] = plan.weights.try_emplace(
@@ -137,6 +150,13 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
                << weight.getName() << "' is used with two shapes: "
                << it->second.second << " and " << weight.getType();
       bind(weight, "weights", it->second.first);
+    } else if (auto cache = dyn_cast<KVCacheOp>(op);
+               cache && cast<RankedTensorType>(cache.getType()).getRank() == 3) {
+      // A section of the paged cache: the runtime sizes and places it.
+      auto type = cast<RankedTensorType>(cache.getType());
+      int64_t section = 2 * cache.getLayer() + (cache.getKind() == "value" ? 1 : 0);
+      plan.bindings[cache] = BindingAttr::get(ctx, "kv_pool", section,
+                                              type.getDimSize(1) * type.getDimSize(2) * 4);
     } else if (auto cache = dyn_cast<KVCacheOp>(op)) {
       auto key = std::make_pair(cache.getKind().str(), int64_t(cache.getLayer()));
       auto [it, inserted] =
@@ -186,6 +206,8 @@ LogicalResult OutlineKernelsPass::planMemory(func::FuncOp step,
           byteSize(row.getType()));
     } else if (auto write = dyn_cast<KVWriteOp>(op)) {
       plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
+    } else if (auto write = dyn_cast<PagedKVWriteOp>(op)) {
+      plan.bindings[write.getResult()] = plan.bindings.lookup(write.getCache());
     } else if (auto project = dyn_cast<ProjectQKVOp>(op)) {
       bind(project.getResult(), "scratch", plan.scratchBytes);
       plan.scratchBytes += alignUp(byteSize(project.getResult().getType()));
@@ -215,9 +237,11 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   };
   // kv_write's only result is its cache operand, updated in place; a QKV
   // projection also updates its two caches in place besides its result.
-  bool inPlace = isa<KVWriteOp>(op);
+  bool inPlace = isa<KVWriteOp, PagedKVWriteOp>(op);
   SmallVector<std::pair<unsigned, Value>> aliased; // (result, cache operand)
   if (auto write = dyn_cast<KVWriteOp>(op))
+    aliased.push_back({0, write.getCache()});
+  if (auto write = dyn_cast<PagedKVWriteOp>(op))
     aliased.push_back({0, write.getCache()});
   if (auto project = dyn_cast<ProjectQKVOp>(op))
     aliased.append({{1, project.getKeys()}, {2, project.getValues()}});
@@ -247,11 +271,19 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Value end = entry->getArgument(numArgs - 1);
 
   IRMapping mapping;
-  // Index arguments of a step are (token, pos); a prefill's tokens are a
-  // tensor, bound like any other operand.
-  if (step.getArgument(0).getType().isIndex())
-    mapping.map(step.getArgument(0), token);
-  mapping.map(step.getArgument(1), pos);
+  // A step's index arguments feed the two scalar parameters: (token, pos)
+  // of the decode step, (rows, logit rows) of the batch step; a prefill's
+  // only one is its pos. Tensor arguments are bound like any operand.
+  SmallVector<Value> indexArgs;
+  for (BlockArgument arg : step.getArguments())
+    if (arg.getType().isIndex())
+      indexArgs.push_back(arg);
+  if (indexArgs.size() == 2) {
+    mapping.map(indexArgs[0], token);
+    mapping.map(indexArgs[1], pos);
+  } else if (indexArgs.size() == 1) {
+    mapping.map(indexArgs[0], pos);
+  }
   unsigned argIndex = 0;
   DenseMap<Value, Value> cacheArgs; // Cache operand -> its kernel argument.
   for (Value operand : op->getOperands()) {
@@ -280,6 +312,8 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       project.getTileMutable().append({begin, end});
     else if (auto partial = dyn_cast<AttentionPartialOp>(clone))
       partial.getTileMutable().append({begin, end});
+    else if (auto paged = dyn_cast<PagedAttentionOp>(clone))
+      paged.getTileMutable().append({begin, end});
     else
       cast<AttentionOp>(clone).getTileMutable().append({begin, end});
     auto resultType = cast<RankedTensorType>(clone->getResult(0).getType());
@@ -316,28 +350,31 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
 void OutlineKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   MLIRContext *ctx = &getContext();
-  // The decode step, and the prefill step of T tokens when there is one.
+  // The decode step, and the prefill and batch steps when there are.
   SmallVector<func::FuncOp> steps;
-  for (StringRef name : {"step", "prefill"})
+  for (StringRef name : {"step", "prefill", "batch"})
     if (auto function = module.lookupSymbol<func::FuncOp>(name))
       steps.push_back(function);
   auto step = module.lookupSymbol<func::FuncOp>("step");
   if (!step || llvm::any_of(steps, [](func::FuncOp f) {
-        return !f.getBody().hasOneBlock() || f.getNumArguments() != 2;
+        return !f.getBody().hasOneBlock() ||
+               f.getNumArguments() != (f.getName() == "batch" ? 5u : 2u);
       })) {
     module.emitError("quill-outline-kernels: expected func.func @step(token, "
                      "pos) (run quill-verify-step for details)");
     return signalPassFailure();
   }
   // Weights and caches are planned once for all steps (they share them);
-  // every step has scratch of its own.
+  // every step has scratch and inputs of its own.
   MemoryPlan plan;
   SmallVector<int64_t> scratchBytes;
+  SmallVector<SmallVector<Attribute>> inputs;
   for (func::FuncOp function : steps) {
     plan.scratchBytes = 0;
     if (failed(planMemory(function, plan)))
       return signalPassFailure();
     scratchBytes.push_back(plan.scratchBytes);
+    inputs.push_back(plan.inputs);
   }
 
   SmallVector<NamedAttribute> offsets;
@@ -346,7 +383,7 @@ void OutlineKernelsPass::runOnOperation() {
                          IntegerAttr::get(IntegerType::get(ctx, 64), entry.getValue().first));
   SymbolTable symbols(module);
   llvm::StringMap<std::string> kernelsByKey;
-  for (auto [function, scratch] : llvm::zip(steps, scratchBytes)) {
+  for (auto [function, scratch, stepInputs] : llvm::zip(steps, scratchBytes, inputs)) {
     SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling>> launches;
     BindingAttr logits;
     for (Operation &op : function.getBody().front()) {
@@ -366,7 +403,7 @@ void OutlineKernelsPass::runOnOperation() {
       for (Value operand : op.getOperands())
         if (isa<RankedTensorType>(operand.getType()))
           bindings.push_back(plan.bindings.lookup(operand));
-      if (!isa<KVWriteOp>(op))
+      if (!isa<KVWriteOp, PagedKVWriteOp>(op))
         bindings.push_back(plan.bindings.lookup(op.getResult(0)));
       launches.emplace_back(kernelName, bindings, tiling);
     }
@@ -378,7 +415,8 @@ void OutlineKernelsPass::runOnOperation() {
     auto schedule = ScheduleOp::create(
         b, function.getLoc(), function.getName(), scratch, plan.kvBytes, plan.weightBytes,
         logits, DictionaryAttr::get(ctx, offsets),
-        plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs));
+        plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
+        stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,

@@ -32,6 +32,9 @@ struct VerifyStepPass : mlir::quill::impl::VerifyStepBase<VerifyStepPass> {
               },
               "tensor<Txi32> tokens")))
         return signalPassFailure();
+    if (auto batch = module.lookupSymbol<func::FuncOp>("batch"))
+      if (failed(verifyBatch(batch)))
+        return signalPassFailure();
   }
 
   /// A step: (tokens, index pos) -> logits tensor, one block of quill ops.
@@ -44,6 +47,34 @@ struct VerifyStepPass : mlir::quill::impl::VerifyStepBase<VerifyStepPass> {
       return function.emitError("quill contract: @")
              << function.getName() << " must be (" << tokens
              << ", index pos) -> tensor of logits, got " << type;
+    return verifyBody(function);
+  }
+
+  /// The batch step: (tensor<Rxi32> tokens, tensor<Rxi32> positions,
+  /// tensor<RxMBxi32> block tables, index rows, index logit rows) ->
+  /// tensor<RxVOCAB> logits.
+  LogicalResult verifyBatch(func::FuncOp function) {
+    FunctionType type = function.getFunctionType();
+    auto index = IndexType::get(&getContext());
+    auto ints = [&](unsigned i, int64_t rank) {
+      auto tensor = dyn_cast<RankedTensorType>(type.getInput(i));
+      return tensor && tensor.getRank() == rank && tensor.hasStaticShape() &&
+             tensor.getElementType().isInteger(32);
+    };
+    auto result = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0))
+                                            : RankedTensorType();
+    if (type.getNumInputs() != 5 || !ints(0, 1) || !ints(1, 1) || !ints(2, 2) ||
+        type.getInput(3) != index || type.getInput(4) != index || !result ||
+        result.getRank() != 2)
+      return function.emitError("quill contract: @batch must be (tensor<Rxi32> tokens, "
+                                "tensor<Rxi32> positions, tensor<RxMBxi32> tables, index rows, "
+                                "index logit_rows) -> tensor<RxVOCABxf32>, got ")
+             << type;
+    return verifyBody(function);
+  }
+
+  /// One block of quill ops.
+  LogicalResult verifyBody(func::FuncOp function) {
     if (!function.getBody().hasOneBlock())
       return function.emitError("quill contract: @")
              << function.getName() << " must be a single block";

@@ -423,3 +423,45 @@ func.func @embeddings_shape(%t: tensor<16x8xf32>, %ids: tensor<4xi32>) {
   %e = quill.embeddings %t[%ids] : tensor<16x8xf32>, tensor<4xi32> -> tensor<3x8xf32>
   return
 }
+
+// -----
+
+// A paged write needs one table row and one position per token row.
+func.func @paged_kv_write_rows(%r: tensor<4x8xf32>, %c: tensor<64x16x8xf32>, %t: tensor<3x2xi32>,
+                               %p: tensor<4xi32>) {
+  // expected-error @+1 {{'quill.paged_kv_write' op tables and positions need one row per token row (4), got 3 and 4}}
+  %c1 = quill.paged_kv_write %r into %c through %t at %p
+      : tensor<4x8xf32> into tensor<64x16x8xf32>, tensor<3x2xi32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+// A paged write's rows are as wide as the pool's rows.
+func.func @paged_kv_write_width(%r: tensor<4x6xf32>, %c: tensor<64x16x8xf32>, %t: tensor<4x2xi32>,
+                                %p: tensor<4xi32>) {
+  // expected-error @+1 {{'quill.paged_kv_write' op rows have 6 elements but the cache rows have 8}}
+  %c1 = quill.paged_kv_write %r into %c through %t at %p
+      : tensor<4x6xf32> into tensor<64x16x8xf32>, tensor<4x2xi32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+// Paged attention: the pool rows hold the kv heads of the query's head size.
+func.func @paged_attention_width(%q: tensor<4x16xf32>, %k: tensor<64x16x6xf32>,
+                                 %t: tensor<4x2xi32>, %p: tensor<4xi32>) {
+  // expected-error @+1 {{'quill.paged_attention' op cache rows have 6 elements but 2 kv heads of 4 need 8}}
+  %o = quill.paged_attention %q, %k, %k through %t at %p {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<4x16xf32>, tensor<64x16x6xf32>, tensor<4x2xi32>, tensor<4xi32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// Per-row rotary positions need as many rows as the input.
+func.func @rope_positions_rows(%x: tensor<4x8xf32>, %p: tensor<3xi32>) {
+  // expected-error @+1 {{'quill.rope' op per-row positions need [T, width] input of as many rows, got 'tensor<4x8xf32>' and 'tensor<3xi32>'}}
+  %r = quill.rope %x at %p {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>, tensor<3xi32>
+  return
+}

@@ -88,3 +88,21 @@ func.func @step(%token: index, %pos: index) -> tensor<16xf32> {
 ^exit:
   return %l : tensor<16xf32>
 }
+
+// -----
+
+// The batch step must take (tokens, positions, tables, rows, logit rows).
+func.func @step(%token: index, %pos: index) -> tensor<16xf32> {
+  %emb = quill.weight "tok_embeddings" : tensor<16x8xf32>
+  %x = quill.embedding %emb[%token] : tensor<16x8xf32> -> tensor<8xf32>
+  %l = quill.logits %x, %emb : tensor<8xf32>, tensor<16x8xf32> -> tensor<16xf32>
+  return %l : tensor<16xf32>
+}
+// ERR: quill contract: @batch must be (tensor<Rxi32> tokens, tensor<Rxi32> positions, tensor<RxMBxi32> tables, index rows, index logit_rows) -> tensor<RxVOCABxf32>
+// expected-error @+1 {{quill contract: @batch must be}}
+func.func @batch(%tokens: tensor<4xi32>, %rows: index) -> tensor<4x16xf32> {
+  %emb = quill.weight "tok_embeddings" : tensor<16x8xf32>
+  %x = quill.embeddings %emb[%tokens] : tensor<16x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  %l = quill.logits %x, %emb rows %rows : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+  return %l : tensor<4x16xf32>
+}

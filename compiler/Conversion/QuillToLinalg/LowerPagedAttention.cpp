@@ -1,0 +1,161 @@
+// quill.paged_attention -> per token row: scores block by block through the
+// row's block table, one softmax, the weighted sum block by block.
+//
+// Each row reads only its own sequence's blocks in position order, so its
+// result is the same whatever the other rows of the batch are.
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "dialects/Quill/IR/QuillDialect.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+
+struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PagedAttentionOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PatternRewriter &b = rewriter;
+    const int64_t rows = op.getQuery().getType().getDimSize(0);
+    const int64_t width = op.getQuery().getType().getDimSize(1);
+    // Rows [begin, end) of the batch.
+    Value begin = arith::ConstantIndexOp::create(b, loc, 0);
+    Value end = arith::ConstantIndexOp::create(b, loc, rows);
+    OpFoldResult count = b.getIndexAttr(rows);
+    if (op.isTiled()) {
+      begin = op.getTile()[0];
+      end = op.getTile()[1];
+      count = arith::SubIOp::create(b, loc, end, begin).getResult();
+    }
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)}, b.getF32Type());
+    auto loop = scf::ForOp::create(
+        b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, 1), ValueRange{init},
+        [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
+          Value flat = attendRow(nb, l, op, t);
+          Value at = arith::SubIOp::create(nb, l, t, begin);
+          Value out = tensor::InsertSliceOp::create(
+              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{at, nb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          scf::YieldOp::create(nb, l, ValueRange{out});
+        });
+    rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+    return success();
+  }
+
+  /// Row t's query over positions 0..positions[t] of its sequence: the
+  /// flattened [kv heads, group, head_dim] output.
+  static Value attendRow(OpBuilder &b, Location loc, PagedAttentionOp op, Value t) {
+    const int64_t kvHeads = op.getNumKvHeads();
+    const int64_t group = op.getNumHeads() / kvHeads;
+    const int64_t headDim = op.getHeadDim();
+    const int64_t blockSize = op.getBlockSize();
+    const int64_t blocks = op.getKeys().getType().getDimSize(0);
+    const int64_t tableWidth = op.getTables().getType().getDimSize(1);
+    const int64_t context = tableWidth * blockSize;
+    const int64_t width = kvHeads * group * headDim;
+    auto f32 = b.getF32Type();
+    auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+    auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
+    };
+
+    // Positions 0..p: n of them, in ceil(n / blockSize) blocks.
+    Value p = toIndex(tensor::ExtractOp::create(b, loc, op.getPositions(), ValueRange{t}));
+    Value n = arith::AddIOp::create(b, loc, p, constant(1));
+    Value blockCount = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, n, constant(blockSize - 1)), constant(blockSize));
+
+    Value row = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({width}, f32), op.getQuery(),
+        ArrayRef<OpFoldResult>{t, index(0)}, ArrayRef<OpFoldResult>{index(1), index(width)},
+        ArrayRef<OpFoldResult>{index(1), index(1)});
+    Value query = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32), row,
+        SmallVector<ReassociationIndices>{{0, 1, 2}});
+
+    // Block j of the sequence: positions [j * blockSize, + len), the cache
+    // rows [len, kv head, d] of physical block tables[t, j].
+    struct BlockRange {
+      Value start, len;
+      OpFoldResult lenFold;
+    };
+    auto blockRange = [&](OpBuilder &nb, Location l, Value j) {
+      Value start = arith::MulIOp::create(nb, l, j, arith::ConstantIndexOp::create(nb, l, blockSize));
+      Value len = arith::MinUIOp::create(nb, l, arith::SubIOp::create(nb, l, n, start),
+                                         arith::ConstantIndexOp::create(nb, l, blockSize));
+      return BlockRange{start, len, len};
+    };
+    auto blockRows = [&](OpBuilder &nb, Location l, Value cache, Value j, Value len) {
+      Value physical = arith::IndexCastOp::create(
+          nb, l, nb.getIndexType(),
+          tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, j}));
+      Value view = tensor::ExpandShapeOp::create(
+          nb, l, RankedTensorType::get({blocks, blockSize, kvHeads, headDim}, f32), cache,
+          SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+      return tensor::ExtractSliceOp::create(
+                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, headDim}, f32), view,
+                 ArrayRef<OpFoldResult>{physical, nb.getIndexAttr(0), nb.getIndexAttr(0),
+                                        nb.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
+                                        nb.getIndexAttr(headDim)},
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                        nb.getIndexAttr(1), nb.getIndexAttr(1)})
+          .getResult();
+    };
+    auto scoreSlice = [&](OpBuilder &nb, Value scores, const BlockRange &r) {
+      return std::make_pair(
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(0), r.start}.vec(),
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(kvHeads), nb.getIndexAttr(group), r.lenFold}
+              .vec());
+    };
+    SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
+
+    // scores[k, g, t] for all n positions, block by block.
+    Value scores = scratchSlice(b, loc, {kvHeads, group, context},
+                                {index(kvHeads), index(group), n}, 0.0f);
+    auto scoreLoop = scf::ForOp::create(
+        b, loc, constant(0), blockCount, constant(1), ValueRange{scores},
+        [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
+          BlockRange r = blockRange(nb, l, j);
+          auto [offsets, sizes] = scoreSlice(nb, carried[0], r);
+          Value part = tensor::ExtractSliceOp::create(nb, l, carried[0], offsets, sizes,
+                                                      unitStrides);
+          part = attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len), part);
+          Value next = tensor::InsertSliceOp::create(nb, l, part, carried[0], offsets, sizes,
+                                                     unitStrides);
+          scf::YieldOp::create(nb, l, ValueRange{next});
+        });
+    Value probs =
+        scaledSoftmax(b, loc, scoreLoop.getResult(0), kvHeads, group, index(kvHeads), headDim);
+
+    // out[k, g, d] accumulated block by block, in position order.
+    Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
+                             {index(kvHeads), index(group), index(headDim)}, 0.0f);
+    auto sumLoop = scf::ForOp::create(
+        b, loc, constant(0), blockCount, constant(1), ValueRange{out},
+        [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
+          BlockRange r = blockRange(nb, l, j);
+          auto [offsets, sizes] = scoreSlice(nb, probs, r);
+          Value part = tensor::ExtractSliceOp::create(nb, l, probs, offsets, sizes, unitStrides);
+          Value next = attentionWeightedSum(nb, l, part,
+                                            blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
+          scf::YieldOp::create(nb, l, ValueRange{next});
+        });
+    return tensor::CollapseShapeOp::create(b, loc, sumLoop.getResult(0),
+                                           SmallVector<ReassociationIndices>{{0, 1, 2}});
+  }
+};
+
+} // namespace
+
+void mlir::quill::populateLowerPagedAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerPagedAttention>(patterns.getContext());
+}

@@ -1,0 +1,147 @@
+// --batch-file and --bench --batch.
+#include "BatchMode.h"
+
+#include "ResultJson.h"
+
+#include "runtime/bench/BatchBench.h"
+#include "runtime/scheduler/BatchScheduler.h"
+#include "runtime/support/Json.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace quill {
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "quill-run: %s\n", message.c_str());
+  return 1;
+}
+
+/// One prompt per line; a final newline does not start another prompt.
+ErrorOr<std::vector<std::string>> readPrompts(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error("cannot open the batch file " + path);
+  std::vector<std::string> prompts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    prompts.push_back(line);
+  }
+  if (in.bad())
+    return Status::error("cannot read the batch file " + path);
+  if (prompts.empty())
+    return Status::error("the batch file " + path + " has no prompts");
+  return prompts;
+}
+
+double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
+
+} // namespace
+
+int runBatchFile(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
+                 Device &device, tbb::task_arena &arena) {
+  const ModelConfig &config = artifact.config();
+  const BatchLayout *layout = device.batchLayout();
+  if (!layout)
+    return fail(artifact.path() + ": the artifact has no batch step (compile it with "
+                                  "--batch-rows N, N > 0)");
+  auto prompts = readPrompts(options.batchFile);
+  if (!prompts)
+    return fail(prompts.message());
+  int32_t maxSequences = options.batchSizes.empty() ? layout->rows : options.batchSizes[0];
+  if (maxSequences > layout->rows)
+    return fail("--batch " + std::to_string(maxSequences) + " exceeds the artifact's " +
+                std::to_string(layout->rows) + " batch rows");
+  auto cache = createPagedCache(device, config, uint64_t(options.kvBudgetMB) << 20, maxSequences);
+  if (!cache)
+    return fail(cache.message());
+
+  std::vector<GenerationRequest> requests;
+  for (const std::string &prompt : *prompts)
+    requests.push_back({prompt, options.maxNewTokens, options.stopStrings});
+  // Every request samples with the same seed: its tokens are then those it
+  // would get alone.
+  SamplingParams params = options.sampling;
+  BatchOptions batchOptions;
+  batchOptions.maxSequences = maxSequences;
+  BatchScheduler scheduler(device, **cache, tokenizer, config,
+                           [&](size_t) { return SamplerChain::fromParams(params, &arena); },
+                           batchOptions);
+  if (options.verbose)
+    std::fprintf(stderr,
+                 "batch: %zu prompts, at most %d in flight, %d rows per step; paged KV cache "
+                 "%.1f MiB (%d blocks of %d positions)\n",
+                 requests.size(), maxSequences, layout->rows, mib((*cache)->poolBytes()),
+                 (*cache)->totalBlocks(), layout->blockSize);
+  BatchStats stats;
+  auto results = scheduler.run(requests, &stats);
+
+  bool failed = false;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i]) {
+      failed = true;
+      if (options.json)
+        std::printf("{\"prompt_index\":%zu,\"error\":%s}\n", i,
+                    jsonQuote(results[i].message()).c_str());
+      else
+        std::fprintf(stderr, "quill-run: %s\n", results[i].message().c_str());
+      continue;
+    }
+    if (options.json) {
+      ResultJsonFields fields;
+      fields.logprobs = options.sampling.logprobs;
+      fields.seed = options.sampling.seed;
+      fields.promptIndex = i;
+      std::puts(resultJson(*results[i], fields).c_str());
+    } else {
+      std::printf("[%zu] %s\n", i, results[i]->text.c_str());
+    }
+  }
+  double decodeRate = perSecond(stats.generatedTokens, stats.seconds);
+  if (options.json) {
+    std::printf("{\"aggregate\":{\"prompts\":%zu,\"generated_tokens\":%lld,\"seconds\":%.6g,"
+                "\"decode_tokens_per_s\":%.6g,\"peak_kv_bytes\":%llu,\"steps\":%lld,"
+                "\"prefix_tokens_reused\":%lld}}\n",
+                results.size(), static_cast<long long>(stats.generatedTokens), stats.seconds,
+                decodeRate, static_cast<unsigned long long>(stats.peakKVBytes),
+                static_cast<long long>(stats.steps),
+                static_cast<long long>(stats.prefixTokensReused));
+  } else {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "[batch: %zu prompts, %lld tokens in %.2f s: %.1f tok/s aggregate decode; peak "
+                 "KV %llu bytes (%.2f MiB); %lld steps, at most %d sequences at once]\n",
+                 results.size(), static_cast<long long>(stats.generatedTokens), stats.seconds,
+                 decodeRate, static_cast<unsigned long long>(stats.peakKVBytes),
+                 mib(stats.peakKVBytes), static_cast<long long>(stats.steps),
+                 stats.peakSequences);
+  }
+  if (options.verbose)
+    std::fprintf(stderr, "prefix sharing: %lld prompt tokens reused, %lld computed\n",
+                 static_cast<long long>(stats.prefixTokensReused),
+                 static_cast<long long>(stats.prefilledTokens));
+  return failed ? 1 : 0;
+}
+
+int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
+                 Device &device, tbb::task_arena &arena) {
+  const ModelConfig &config = artifact.config();
+  int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
+  int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
+  auto reports = benchmarkBatches(device, config, tokenizer, arena, options.batchSizes, prompt,
+                                  decode,
+                                  uint64_t(options.kvBudgetMB) << 20);
+  if (!reports)
+    return fail(reports.message());
+  std::string text = options.json ? batchReportsJson(*reports) : batchReportsText(*reports);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+} // namespace quill

@@ -1,0 +1,69 @@
+// A generation result as JSON.
+#include "ResultJson.h"
+
+#include "runtime/support/Json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace quill {
+
+namespace {
+
+std::string jsonIds(const std::vector<int32_t> &ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i)
+    out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+/// A log-probability as a JSON number; JSON has no -inf, so an impossible
+/// token (which the sampler never picks) would read null.
+std::string jsonLogprob(float value) {
+  if (!std::isfinite(value))
+    return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.7g", static_cast<double>(value));
+  return buffer;
+}
+
+/// [{"token":ID,"logprob":X,"top":[{"token":ID,"logprob":X},...]},...]
+std::string jsonLogprobs(const std::vector<StepLogprobs> &steps) {
+  std::string out = "[";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepLogprobs &step = steps[i];
+    out += (i ? ",{\"token\":" : "{\"token\":") + std::to_string(step.token) +
+           ",\"logprob\":" + jsonLogprob(step.logprob) + ",\"top\":[";
+    for (size_t k = 0; k < step.top.size(); ++k)
+      out += (k ? ",{\"token\":" : "{\"token\":") + std::to_string(step.top[k].token) +
+             ",\"logprob\":" + jsonLogprob(step.top[k].logprob) + "}";
+    out += "]}";
+  }
+  return out + "]";
+}
+
+} // namespace
+
+double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+std::string resultJson(const GenerationResult &result, const ResultJsonFields &fields) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{";
+  if (fields.promptIndex)
+    out << "\"prompt_index\":" << *fields.promptIndex << ",";
+  out << "\"prompt_tokens\":" << jsonIds(result.promptTokens)
+      << ",\"tokens\":" << jsonIds(result.tokens) << ",\"text\":" << jsonQuote(result.text)
+      << ",\"stop_reason\":\"" << stopReasonName(result.stop) << "\"";
+  if (fields.logprobs)
+    out << ",\"logprobs\":" << jsonLogprobs(result.logprobs);
+  out << ",\"seed\":" << fields.seed << ",\"timings\":{\"prefill_tokens_per_s\":"
+      << perSecond(result.promptTokens.size(), result.prefillSeconds)
+      << ",\"decode_tokens_per_s\":" << perSecond(result.tokens.size(), result.decodeSeconds)
+      << ",\"prefill_ms\":" << result.prefillSeconds * 1e3
+      << ",\"decode_ms\":" << result.decodeSeconds * 1e3 << "}}";
+  return out.str();
+}
+
+} // namespace quill

@@ -1,0 +1,26 @@
+// The JSON spelling of a generation result, shared by the single-prompt and
+// the batch outputs of quill-run.
+#pragma once
+
+#include "runtime/decode/SequenceOutput.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace quill {
+
+struct ResultJsonFields {
+  bool logprobs = false;                 ///< Include the logprobs array.
+  uint64_t seed = 0;
+  std::optional<size_t> promptIndex;     ///< Batch output: the input line.
+};
+
+/// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,
+/// [logprobs], seed, timings, and prompt_index first when given.
+std::string resultJson(const GenerationResult &result, const ResultJsonFields &fields);
+
+/// tokens / seconds, 0 for no time.
+double perSecond(double count, double seconds);
+
+} // namespace quill
