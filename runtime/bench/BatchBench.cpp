@@ -22,7 +22,9 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
   std::vector<GenerationRequest> requests(batch);
   for (int32_t b = 0; b < batch; ++b) {
     GenerationRequest &r = requests[b];
-    r.maxNewTokens = decodeTokens;
+    // The first token comes from the prompt's logits; then decodeTokens
+    // steps with every sequence decoding (see prefillFirst below).
+    r.maxNewTokens = decodeTokens + 1;
     r.ignoreEos = true;
     // Distinct prompts: no prefix to share, every sequence its own blocks.
     r.promptTokens.push_back(config.bosId);
@@ -34,8 +36,9 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
   greedy.temperature = 0;
   BatchOptions options;
   options.maxSequences = batch;
+  options.prefillFirst = true;
   BatchScheduler scheduler(device, **cache, tokenizer, config,
-                           [&](size_t) { return SamplerChain::fromParams(greedy, &arena); },
+                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, &arena); },
                            options);
   BatchStats stats;
   auto results = scheduler.run(requests, &stats);
@@ -75,9 +78,9 @@ benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tok
     r.threads = arena.max_concurrency();
     r.promptTokens = promptTokens;
     r.decodeTokens = decodeTokens;
-    double seconds = stats->decodeOnlySeconds;
-    r.decodeTokensPerS = seconds > 0 ? stats->decodeOnlyTokens / seconds : 0;
-    r.stepsPerS = r.decodeTokensPerS / b;
+    // Steps with all b sequences decoding, and nothing else in them.
+    r.stepsPerS = stats->fullBatchSeconds > 0 ? stats->fullBatchSteps / stats->fullBatchSeconds : 0;
+    r.decodeTokensPerS = r.stepsPerS * b;
     r.overallTokensPerS = stats->seconds > 0 ? stats->generatedTokens / stats->seconds : 0;
     r.bandwidthGBs = bandwidth;
     r.weightBytesPerStep = weightBytesPerToken(config);

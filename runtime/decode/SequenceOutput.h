@@ -4,11 +4,13 @@
 #pragma once
 
 #include "runtime/artifact/ModelConfig.h"
+#include "runtime/decode/BeamSearch.h"
 #include "runtime/decode/StopMatcher.h"
 #include "runtime/sampling/Logprobs.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +33,11 @@ struct GenerationRequest {
   std::vector<int32_t> promptTokens;
   /// Treat the end token like any other (fixed-length benchmarks).
   bool ignoreEos = false;
+  /// Independent continuations of the prompt (sharing its prefill and KV
+  /// blocks), each with its own random stream; batch scheduler only.
+  int32_t samples = 1;
+  /// Beam search instead of sampling; batch scheduler only.
+  std::optional<BeamSearchOptions> beamSearch;
 };
 
 struct GenerationResult {
@@ -45,6 +52,12 @@ struct GenerationResult {
   StopReason stop = StopReason::Length;
   double prefillSeconds = 0, decodeSeconds = 0;
   int32_t decodeSteps = 0; ///< Steps run after the prompt.
+  /// Beam search: the sequence's summed log-probability and its score
+  /// (logprob / length^length_penalty).
+  double logprob = 0, score = 0;
+  /// With several samples or beams: each of them (samples in order, beams
+  /// best first); the fields above are those of the first.
+  std::vector<GenerationResult> sequences;
 };
 
 /// Writes into a GenerationResult owned by the caller (which must outlive

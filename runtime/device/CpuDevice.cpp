@@ -7,6 +7,8 @@
 #include <tbb/partitioner.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -123,7 +125,7 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
     kernels.push_back(*kernel);
   }
   for (const Dispatch &d : schedule.dispatches) {
-    Launch launch{kernels[d.kernel], {}, d.work, d.grain, false};
+    Launch launch{kernels[d.kernel], {}, d.work, d.grain, false, &schedule.kernels[d.kernel]};
     uint64_t touched = 0;
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
@@ -138,11 +140,24 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
 
 void CpuDevice::run(const Launch *launches, size_t count, int32_t token, int32_t pos) {
   for (size_t i = 0; i < count; ++i) {
-    const Launch &launch = launches[i];
+    if (profile_) {
+      auto start = std::chrono::steady_clock::now();
+      launch(launches[i], token, pos);
+      KernelTime &t = (*profile_)[*launches[i].name];
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++t.launches;
+    } else {
+      launch(launches[i], token, pos);
+    }
+  }
+}
+
+void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
+  {
     void *const *args = launch.pointers.data();
     if (!launch.parallel || arena_.max_concurrency() == 1) {
       launch.kernel(args, token, pos, 0, launch.work);
-      continue;
+      return;
     }
     // Each chunk computes whole output rows, so the split cannot change a
     // result; the static partitioner keeps the split fixed besides.
@@ -225,6 +240,28 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
   }
   // The kernels' scalar parameters are (live rows, logit rows) here.
   run(batchLaunches_.data(), batchLaunches_.size(), rows, logitRows);
+}
+
+void CpuDevice::enableProfiling() { profile_ = std::make_unique<std::map<std::string, KernelTime>>(); }
+
+std::string CpuDevice::profileReport() const {
+  if (!profile_)
+    return "";
+  std::vector<std::pair<std::string, KernelTime>> rows(profile_->begin(), profile_->end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+  double total = 0;
+  for (const auto &row : rows)
+    total += row.second.seconds;
+  std::string out = "kernel time (" + std::to_string(total * 1e3) + " ms in all):\n";
+  char line[512];
+  for (const auto &[name, t] : rows) {
+    std::snprintf(line, sizeof line, "  %6.2f%% %10.3f ms %8lld launches  %s\n",
+                  total > 0 ? 100 * t.seconds / total : 0.0, t.seconds * 1e3,
+                  static_cast<long long>(t.launches), name.c_str());
+    out += line;
+  }
+  return out;
 }
 
 std::string CpuDevice::describe() const {

@@ -8,7 +8,9 @@
 
 #include <tbb/task_arena.h>
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace quill {
@@ -36,6 +38,12 @@ public:
   void batchStep(int32_t rows, int32_t logitRows) override;
   const float *batchLogits() const override { return batchLogits_; }
 
+  /// From now on, times every kernel launch (a synchronous clock read
+  /// around each): for finding where a step's time goes.
+  void enableProfiling();
+  /// Time per kernel, most first; empty unless profiling.
+  std::string profileReport() const;
+
   /// One dispatch of the decode (or prefill) schedule on its own, for kernel
   /// benchmarks: the same launch the step makes.
   void runDispatch(bool prefill, size_t index, int32_t token, int32_t pos);
@@ -47,6 +55,11 @@ private:
     std::vector<void *> pointers;
     int64_t work, grain;
     bool parallel; ///< Big enough for the split to pay for itself.
+    const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
+  };
+  struct KernelTime {
+    double seconds = 0;
+    int64_t launches = 0;
   };
 
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
@@ -56,6 +69,7 @@ private:
                  uint8_t *input);
   /// Runs `count` launches in order; large ones split across the arena.
   void run(const Launch *launches, size_t count, int32_t token, int32_t pos);
+  void launch(const Launch &launch, int32_t token, int32_t pos);
 
   const Artifact &artifact_;
   KernelLibrary library_;
@@ -70,6 +84,7 @@ private:
   const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;
+  std::unique_ptr<std::map<std::string, KernelTime>> profile_; ///< Null unless profiling.
 };
 
 } // namespace quill

@@ -312,6 +312,23 @@ int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
   return token;
 }
 
+void SamplerChain::process(const float *logits, int32_t vocabSize, float *out) {
+  reserve(vocabSize);
+  Candidate *data = candidates_.data();
+  for (int32_t i = 0; i < vocabSize; ++i)
+    data[i] = {i, std::isnan(logits[i]) ? -kInf : logits[i], 0.0f};
+  Candidates c;
+  c.data = data;
+  c.size = vocabSize;
+  c.byId = true;
+  for (auto &pass : passes_)
+    if (!pass->selects())
+      pass->apply(c, ctx_);
+  std::fill_n(out, vocabSize, -kInf);
+  for (int32_t i = 0; i < c.size; ++i)
+    out[data[i].id] = data[i].logit;
+}
+
 void SamplerChain::accept(int32_t token) {
   for (auto &pass : passes_)
     pass->accept(token);

@@ -197,6 +197,12 @@ public:
   /// and picking anyway would print garbage.
   int32_t sample(const float *logits, int32_t vocabSize);
 
+  /// Runs the logit processors only (no selector, nothing accepted) and
+  /// writes the processed logit of every id into out[0..vocabSize); ids a
+  /// processor dropped get -inf. For searches that rank tokens themselves
+  /// (beam search).
+  void process(const float *logits, int32_t vocabSize, float *out);
+
   /// Makes every later sample() record the chosen token's log-probability
   /// and the topK best alternatives, from the raw logits or from the
   /// distribution the selector sees (after every processor). Without this

@@ -2,32 +2,17 @@
 // row assembly for the batch step, and per-sequence sampling.
 #include "runtime/scheduler/BatchScheduler.h"
 
+#include "runtime/scheduler/SchedulerRun.h"
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace quill {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-
-double secondsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-/// Length of the common prefix of a and b[0, bLength).
-int32_t commonPrefix(const std::vector<int32_t> &a, const std::vector<int32_t> &b,
-                     int32_t bLength) {
-  int32_t n = std::min<int32_t>(static_cast<int32_t>(a.size()), bLength);
-  int32_t i = 0;
-  while (i < n && a[i] == b[i])
-    ++i;
-  return i;
-}
-
-int32_t ceilDiv(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
-} // namespace
 
 ErrorOr<std::unique_ptr<PagedKVCache>> createPagedCache(Device &device, const ModelConfig &config,
                                                         uint64_t budgetBytes, int32_t sequences) {
@@ -68,70 +53,18 @@ PagedKVLayout pagedLayoutFor(const BatchLayout &batch, const ModelConfig &config
   return layout;
 }
 
-/// One request in flight.
-struct BatchScheduler::Sequence {
-  size_t index = 0;                 ///< Into the requests.
-  std::vector<int32_t> tokens;      ///< The prompt, BOS included.
-  int32_t promptLength = 0;
-  int32_t maxPositions = 0;         ///< The most positions it may write.
-  PagedKVCache::SequenceId kv = -1;
-  int32_t pending = -1;             ///< Sampled, to be fed next step; -1 in prefill.
-  GenerationResult result;
-  std::optional<SamplerChain> sampler;
-  std::optional<SequenceOutput> output;
-  Clock::time_point admitted, firstToken;
-};
-
-/// Blocks kept for prompts still waiting that start like a finished one.
-struct BatchScheduler::PrefixHolder {
-  PagedKVCache::SequenceId kv;
-  std::vector<int32_t> tokens; ///< Exactly the positions held.
-};
-
-/// The state of one run().
-class BatchScheduler::Run {
-public:
-  Run(BatchScheduler &s, const std::vector<GenerationRequest> &requests, BatchStats &stats)
-      : s_(s), requests_(requests), stats_(stats), results_(requests.size()),
-        layout_(*s.device_.batchLayout()) {
-    maxSequences_ = s.options_.maxSequences > 0 ? std::min(s.options_.maxSequences, layout_.rows)
-                                                : layout_.rows;
-  }
-
-  std::vector<ErrorOr<GenerationResult>> execute();
-
-private:
-  /// Blocks a sequence may still take: new blocks up to its last position,
-  /// plus a copy of its last block when that is shared and still filling.
-  int32_t futureBlocks(const Sequence &q) const;
-  /// Whether the cache can take `q` on top of everything in flight.
-  bool fits(const Sequence &q) const;
-  void admit();
-  /// Frees holders no waiting prompt can use (all of them with `all`).
-  void releaseHolders(bool all);
-  void step();
-  void finish(size_t liveIndex);
-  void fail(size_t index, const std::string &message) {
-    results_[index] = Status::error(message);
-  }
-
-  BatchScheduler &s_;
-  const std::vector<GenerationRequest> &requests_;
-  BatchStats &stats_;
-  std::vector<std::optional<ErrorOr<GenerationResult>>> results_;
-  const BatchLayout &layout_;
-  int32_t maxSequences_;
-  std::vector<std::vector<int32_t>> prompts_;
-  std::deque<size_t> waiting_;
-  std::vector<std::unique_ptr<Sequence>> live_;
-  std::vector<PrefixHolder> holders_;
-};
-
 int32_t BatchScheduler::Run::futureBlocks(const Sequence &q) const {
   const PagedKVCache &cache = s_.cache_;
   const int32_t blockSize = layout_.blockSize;
   const std::vector<int32_t> &table = cache.blockTable(q.kv);
   int32_t length = cache.length(q.kv);
+  if (q.group->width > 1 && !q.group->forked) {
+    // Every sequence of the group may fill its own blocks from the last
+    // whole block of the prompt on (the partial one copied on write).
+    int32_t own = std::max(0, ceilDiv(q.maxPositions, blockSize) - length / blockSize);
+    return std::max(0, ceilDiv(q.maxPositions, blockSize) - int32_t(table.size())) +
+           (q.group->width - 1) * own + (length % blockSize != 0 ? 1 : 0);
+  }
   int32_t blocks = std::max(0, ceilDiv(q.maxPositions, blockSize) - int32_t(table.size()));
   if (length % blockSize != 0 && length < q.maxPositions && cache.refCount(table.back()) > 1)
     ++blocks; // Copy-on-write of the shared last block.
@@ -148,13 +81,23 @@ bool BatchScheduler::Run::fits(const Sequence &q) const {
 void BatchScheduler::Run::admit() {
   PagedKVCache &cache = s_.cache_;
   const int32_t blockSize = layout_.blockSize;
-  while (!waiting_.empty() && int32_t(live_.size()) < maxSequences_) {
+  while (!waiting_.empty()) {
     size_t index = waiting_.front();
+    const GenerationRequest &request = requests_[index];
+    const int32_t width = request.beamSearch ? request.beamSearch->beams : request.samples;
+    if (width > maxSequences_) {
+      fail(index, "request " + std::to_string(index) + " needs " + std::to_string(width) +
+                      " sequences at once but at most " + std::to_string(maxSequences_) +
+                      " run together (--batch, --batch-rows)");
+      waiting_.pop_front();
+      continue;
+    }
+    if (int32_t(live_.size()) + width > maxSequences_)
+      return;
     const std::vector<int32_t> &prompt = prompts_[index];
     const int32_t promptLength = static_cast<int32_t>(prompt.size());
     // The last prompt token always runs: its row yields the first logits.
     const int32_t shareable = promptLength - 1;
-    const GenerationRequest &request = requests_[index];
     const int32_t maxPositions =
         std::min<int32_t>(promptLength + std::max(0, request.maxNewTokens - 1), s_.config_.seqLen);
 
@@ -181,7 +124,9 @@ void BatchScheduler::Run::admit() {
     }
 
     auto q = std::make_unique<Sequence>();
-    q->index = index;
+    q->group = std::make_shared<Group>();
+    q->group->index = index;
+    q->group->width = width;
     q->tokens = prompt;
     q->promptLength = promptLength;
     q->maxPositions = maxPositions;
@@ -194,13 +139,14 @@ void BatchScheduler::Run::admit() {
     }
     if (!fits(*q)) {
       cache.free(q->kv);
-      int32_t alone = ceilDiv(maxPositions, blockSize);
+      int32_t alone = width * ceilDiv(maxPositions, blockSize);
       if (alone > cache.totalBlocks()) {
         double mib = double(alone + 1) * cache.bytesPerBlock() / (1024.0 * 1024.0);
         double have = double(cache.totalBlocks() + 1) * cache.bytesPerBlock() / (1024.0 * 1024.0);
         fail(index, "request " + std::to_string(index) + " needs " + std::to_string(alone) +
-                        " KV blocks (" + std::to_string(maxPositions) + " positions, " +
-                        std::to_string(mib) + " MiB) but the KV budget holds " +
+                        " KV blocks (" + std::to_string(maxPositions) + " positions" +
+                        (width > 1 ? " for each of " + std::to_string(width) + " sequences" : "") +
+                        ", " + std::to_string(mib) + " MiB) but the KV budget holds " +
                         std::to_string(cache.totalBlocks()) + " (" + std::to_string(have) +
                         " MiB): raise --kv-budget or lower -n");
         waiting_.pop_front();
@@ -214,8 +160,21 @@ void BatchScheduler::Run::admit() {
     }
     waiting_.pop_front();
     stats_.prefixTokensReused += shared;
+    Group &group = *q->group;
+    group.live = 1;
+    if (request.beamSearch) {
+      std::vector<int32_t> ends = {s_.config_.eosId};
+      if (!request.ignoreEos && s_.config_.bosId != s_.config_.eosId)
+        ends.push_back(s_.config_.bosId);
+      if (request.ignoreEos)
+        ends.clear();
+      group.beams.emplace(*request.beamSearch, ends);
+    } else {
+      group.results.resize(width);
+      group.done.assign(width, false);
+    }
     q->result.promptTokens = prompt;
-    q->sampler.emplace(s_.samplers_(index));
+    q->sampler.emplace(s_.samplers_(index, 0));
     q->sampler->reserve(s_.config_.vocabSize);
     for (int32_t token : prompt)
       q->sampler->accept(token);
@@ -242,31 +201,205 @@ void BatchScheduler::Run::releaseHolders(bool all) {
   }
 }
 
-void BatchScheduler::Run::finish(size_t liveIndex) {
-  Sequence &q = *live_[liveIndex];
-  PagedKVCache &cache = s_.cache_;
-  q.output->finish();
-  auto now = Clock::now();
-  if (q.result.tokens.empty())
-    q.firstToken = now;
-  q.result.prefillSeconds = secondsBetween(q.admitted, q.firstToken);
-  q.result.decodeSeconds = secondsBetween(q.firstToken, now);
-  stats_.generatedTokens += static_cast<int64_t>(q.result.tokens.size());
-  // Keep the prefix a waiting prompt shares with this one.
-  if (s_.options_.sharePrefixes) {
-    int32_t length = cache.length(q.kv), best = 0;
-    for (size_t index : waiting_)
-      best = std::max(best, std::min(commonPrefix(prompts_[index], q.tokens, length),
-                                     int32_t(prompts_[index].size()) - 1));
-    if (best >= layout_.blockSize) {
-      PagedKVCache::SequenceId holder = cache.fork(q.kv);
-      cache.truncate(holder, best);
-      holders_.push_back({holder, std::vector<int32_t>(q.tokens.begin(), q.tokens.begin() + best)});
+std::unique_ptr<BatchScheduler::Sequence> BatchScheduler::Run::forkOf(const Sequence &q,
+                                                                      int32_t member) {
+  auto child = std::make_unique<Sequence>();
+  child->group = q.group;
+  child->member = member;
+  child->tokens = q.tokens;
+  child->promptLength = q.promptLength;
+  child->maxPositions = q.maxPositions;
+  child->kv = s_.cache_.fork(q.kv);
+  child->result.promptTokens = q.result.promptTokens;
+  child->sampler.emplace(s_.samplers_(q.group->index, member));
+  child->sampler->reserve(s_.config_.vocabSize);
+  for (int32_t token : q.tokens)
+    child->sampler->accept(token);
+  child->output.emplace(s_.tokenizer_, s_.config_, requests_[q.group->index], child->result);
+  child->admitted = q.admitted;
+  child->firstToken = q.firstToken;
+  ++q.group->live;
+  return child;
+}
+
+bool BatchScheduler::Run::sample(Sequence &q, const float *logits) {
+  if (!q.output->wantsToken())
+    return false;
+  int32_t next = q.sampler->sample(logits, s_.config_.vocabSize);
+  if (next < 0) {
+    fail(q.group->index, "request " + std::to_string(q.group->index) +
+                             ": the sampler found no token to pick after " +
+                             std::to_string(q.result.tokens.size()) +
+                             " tokens: every logit is NaN or -inf after the logit processors");
+    return false;
+  }
+  if (!q.output->accept(next, q.sampler->lastLogprobs()))
+    return false;
+  if (s_.cache_.length(q.kv) >= s_.config_.seqLen) {
+    q.output->stop(StopReason::Context);
+    return false;
+  }
+  q.pending = next;
+  ++q.result.decodeSteps;
+  return true;
+}
+
+void BatchScheduler::Run::forkSamples(Sequence &root, const float *logits,
+                                      std::vector<std::unique_ptr<Sequence>> &born) {
+  root.group->forked = true;
+  for (int32_t s = 1; s < root.group->width; ++s)
+    born.push_back(forkOf(root, s));
+  (void)logits;
+}
+
+void BatchScheduler::Run::stepBeams(Group &group,
+                                    const std::vector<std::pair<Sequence *, const float *>> &rows,
+                                    std::vector<std::unique_ptr<Sequence>> &born,
+                                    std::vector<Sequence *> &ended) {
+  const int32_t vocab = s_.config_.vocabSize;
+  BeamSearch &search = *group.beams;
+  group.forked = true;
+  const GenerationRequest &request = requests_[group.index];
+  // Rows by beam: a sequence's member is its beam in the search.
+  std::vector<std::pair<Sequence *, const float *>> byBeam(rows);
+  std::sort(byBeam.begin(), byBeam.end(),
+            [](const auto &a, const auto &b) { return a.first->member < b.first->member; });
+  std::vector<std::vector<double>> logprobs(byBeam.size(), std::vector<double>(vocab));
+  std::vector<float> processed(vocab);
+  std::vector<const double *> rowPointers;
+  for (size_t b = 0; b < byBeam.size(); ++b) {
+    byBeam[b].first->sampler->process(byBeam[b].second, vocab, processed.data());
+    logSoftmax(processed.data(), vocab, logprobs[b].data());
+    rowPointers.push_back(logprobs[b].data());
+  }
+  std::vector<BeamChoice> choices = search.step(rowPointers, vocab);
+  bool atEnd = search.length() >= request.maxNewTokens ||
+               s_.cache_.length(byBeam.front().first->kv) >= s_.config_.seqLen;
+  if (!search.done() && atEnd)
+    search.finish();
+  if (search.done()) {
+    for (auto &[q, logits] : byBeam)
+      ended.push_back(q);
+    return;
+  }
+  // Each choice continues its parent: the first in place, the others in
+  // forks of it (sharing every block); parents nobody continues end.
+  std::vector<bool> claimed(byBeam.size(), false);
+  std::vector<std::pair<Sequence *, int32_t>> continued; // (sequence, new member)
+  for (int32_t i = 0; i < int32_t(choices.size()); ++i) {
+    Sequence &parent = *byBeam[choices[i].parent].first;
+    if (!claimed[choices[i].parent]) {
+      claimed[choices[i].parent] = true;
+      continued.push_back({&parent, i});
+    } else {
+      born.push_back(forkOf(parent, i));
+      // A fork's processors saw the prompt; they also see the beam's tokens
+      // before the new one (accepted below, as for every beam).
+      const std::vector<int32_t> &history = search.tokens(i);
+      for (size_t t = 0; t + 1 < history.size(); ++t)
+        born.back()->sampler->accept(history[t]);
+      continued.push_back({born.back().get(), i});
     }
   }
-  cache.free(q.kv);
-  results_[q.index] = std::move(q.result);
-  live_.erase(live_.begin() + liveIndex);
+  for (size_t b = 0; b < byBeam.size(); ++b)
+    if (!claimed[b])
+      ended.push_back(byBeam[b].first);
+  for (auto &[q, member] : continued) {
+    q->member = member;
+    q->pending = choices[member].token;
+    q->sampler->accept(q->pending);
+  }
+}
+
+void BatchScheduler::Run::completeGroup(Group &group) {
+  const GenerationRequest &request = requests_[group.index];
+  if (results_[group.index])
+    return; // Failed earlier.
+  if (group.beams) {
+    GenerationResult best;
+    std::vector<BeamHypothesis> found = group.beams->results();
+    for (const BeamHypothesis &h : found) {
+      GenerationResult r;
+      r.promptTokens = prompts_[group.index];
+      SequenceOutput output(s_.tokenizer_, s_.config_, request, r);
+      bool going = true;
+      for (size_t t = 0; t < h.tokens.size() && going; ++t)
+        going = output.accept(h.tokens[t], nullptr);
+      output.finish();
+      r.tokens = h.tokens;
+      r.stop = h.ended ? StopReason::Eos
+               : int32_t(h.tokens.size()) >= request.maxNewTokens ? StopReason::Length
+                                                                  : StopReason::Context;
+      r.logprob = h.logprob;
+      r.score = h.score;
+      if (!group.results.empty()) {
+        r.prefillSeconds = group.results[0].prefillSeconds;
+        r.decodeSeconds = group.results[0].decodeSeconds;
+      }
+      best.sequences.push_back(std::move(r));
+    }
+    stats_.generatedTokens += found.empty() ? 0 : int64_t(found[0].tokens.size());
+    GenerationResult top = best.sequences.empty() ? GenerationResult{} : best.sequences[0];
+    top.promptTokens = prompts_[group.index];
+    top.sequences = std::move(best.sequences);
+    results_[group.index] = std::move(top);
+    return;
+  }
+  GenerationResult first = group.results[0];
+  if (group.width > 1)
+    first.sequences = group.results;
+  results_[group.index] = std::move(first);
+}
+
+void BatchScheduler::Run::retire(const std::vector<Sequence *> &ended) {
+  PagedKVCache &cache = s_.cache_;
+  std::vector<Group *> completed;
+  for (Sequence *q : ended) {
+    Group &group = *q->group;
+    auto now = Clock::now();
+    if (!group.beams) {
+      q->output->finish();
+      if (q->result.tokens.empty())
+        q->firstToken = now;
+      q->result.prefillSeconds = secondsBetween(q->admitted, q->firstToken);
+      q->result.decodeSeconds = secondsBetween(q->firstToken, now);
+      stats_.generatedTokens += static_cast<int64_t>(q->result.tokens.size());
+      group.results[q->member] = std::move(q->result);
+    } else if (group.beams->done()) {
+      if (group.results.empty())
+        group.results.resize(1);
+      group.results[0].prefillSeconds = secondsBetween(q->admitted, q->firstToken);
+      group.results[0].decodeSeconds = secondsBetween(q->firstToken, now);
+    }
+    // Keep the prefix a waiting prompt shares with this one.
+    if (s_.options_.sharePrefixes) {
+      int32_t length = std::min(cache.length(q->kv), q->promptLength), best = 0;
+      for (size_t index : waiting_)
+        best = std::max(best, std::min(commonPrefix(prompts_[index], q->tokens, length),
+                                       int32_t(prompts_[index].size()) - 1));
+      bool held = std::any_of(holders_.begin(), holders_.end(), [&](const PrefixHolder &h) {
+        return int32_t(h.tokens.size()) >= best &&
+               commonPrefix(h.tokens, q->tokens, best) == best;
+      });
+      if (best >= layout_.blockSize && !held) {
+        PagedKVCache::SequenceId holder = cache.fork(q->kv);
+        cache.truncate(holder, best);
+        holders_.push_back(
+            {holder, std::vector<int32_t>(q->tokens.begin(), q->tokens.begin() + best)});
+      }
+    }
+    cache.free(q->kv);
+    if (--group.live == 0)
+      completed.push_back(&group);
+  }
+  for (Group *group : completed)
+    completeGroup(*group);
+  live_.erase(std::remove_if(live_.begin(), live_.end(),
+                             [&](const std::unique_ptr<Sequence> &q) {
+                               return std::find(ended.begin(), ended.end(), q.get()) !=
+                                      ended.end();
+                             }),
+              live_.end());
 }
 
 void BatchScheduler::Run::step() {
@@ -282,7 +415,10 @@ void BatchScheduler::Run::step() {
   };
   std::vector<Plan> plans;
   int32_t used = 0;
-  for (size_t i = 0; i < live_.size() && used < rows; ++i)
+  bool prefilling = std::any_of(live_.begin(), live_.end(),
+                                [](const auto &q) { return q->pending < 0; });
+  bool decodeNow = !(s_.options_.prefillFirst && prefilling);
+  for (size_t i = 0; i < live_.size() && used < rows && decodeNow; ++i)
     if (live_[i]->pending >= 0) {
       plans.push_back({i, 0, 1, true});
       ++used;
@@ -300,7 +436,7 @@ void BatchScheduler::Run::step() {
     auto first = cache.append(live_[plan.live]->kv, plan.count);
     // Admission reserved these blocks: running out here is a bug.
     if (!first) {
-      fail(live_[plan.live]->index, "internal error: " + first.message());
+      std::fprintf(stderr, "quill: internal error: %s\n", first.message().c_str());
       std::abort();
     }
     plan.first = *first;
@@ -319,11 +455,11 @@ void BatchScheduler::Run::step() {
     std::fill(out + table.size(), out + width, PagedKVCache::kTrashBlock);
     ++row;
   };
-  std::vector<size_t> logitOwners;
+  std::vector<Sequence *> logitOwners;
   for (const Plan &plan : plans)
     if (plan.logits) {
       writeRow(*live_[plan.live], plan.first + plan.count - 1);
-      logitOwners.push_back(plan.live);
+      logitOwners.push_back(live_[plan.live].get());
     }
   const int32_t logitRows = row;
   for (const Plan &plan : plans) {
@@ -341,53 +477,53 @@ void BatchScheduler::Run::step() {
   device.batchStep(row, logitRows);
   ++stats_.steps;
   stats_.peakKVBytes = std::max(stats_.peakKVBytes, cache.bytesInUse());
+  if (decodeOnly) {
+    double seconds = secondsBetween(stepStart, Clock::now());
+    stats_.decodeOnlySeconds += seconds;
+    stats_.decodeOnlyTokens += row;
+    if (row == maxSequences_) {
+      stats_.fullBatchSeconds += seconds;
+      ++stats_.fullBatchSteps;
+    }
+  }
 
-  // Sample every sequence that got logits; collect the ones that end.
-  std::vector<size_t> ended;
+  // Each sequence with logits: sampled (a group's prompt forked first), or
+  // its beam search stepped once all its beams' rows are in.
+  std::vector<Sequence *> ended;
+  std::vector<std::unique_ptr<Sequence>> born;
+  std::vector<std::pair<Group *, std::vector<std::pair<Sequence *, const float *>>>> beamRows;
   const float *logits = device.batchLogits();
   for (int32_t i = 0; i < logitRows; ++i) {
-    Sequence &q = *live_[logitOwners[i]];
+    Sequence &q = *logitOwners[i];
+    const float *rowLogits = logits + int64_t(i) * s_.config_.vocabSize;
     if (q.pending < 0)
       q.firstToken = Clock::now();
-    if (!q.output->wantsToken()) {
-      ended.push_back(logitOwners[i]);
+    if (q.group->beams) {
+      auto it = std::find_if(beamRows.begin(), beamRows.end(),
+                             [&](const auto &entry) { return entry.first == q.group.get(); });
+      if (it == beamRows.end()) {
+        beamRows.push_back({q.group.get(), {}});
+        it = beamRows.end() - 1;
+      }
+      it->second.push_back({&q, rowLogits});
       continue;
     }
-    int32_t next = q.sampler->sample(logits + int64_t(i) * s_.config_.vocabSize,
-                                     s_.config_.vocabSize);
-    if (next < 0) {
-      q.result.stop = StopReason::Length;
-      fail(q.index, "request " + std::to_string(q.index) + ": the sampler found no token to pick "
-                    "after " + std::to_string(q.result.tokens.size()) +
-                    " tokens: every logit is NaN or -inf after the logit processors");
-      ended.push_back(logitOwners[i]);
-      continue;
-    }
-    if (!q.output->accept(next, q.sampler->lastLogprobs())) {
-      ended.push_back(logitOwners[i]);
-    } else if (cache.length(q.kv) >= s_.config_.seqLen) {
-      q.output->stop(StopReason::Context);
-      ended.push_back(logitOwners[i]);
-    } else {
-      q.pending = next;
-      ++q.result.decodeSteps;
-    }
+    size_t firstBorn = born.size();
+    if (q.group->width > 1 && !q.group->forked)
+      forkSamples(q, rowLogits, born);
+    if (!sample(q, rowLogits))
+      ended.push_back(&q);
+    for (size_t b = firstBorn; b < born.size(); ++b)
+      if (!sample(*born[b], rowLogits))
+        ended.push_back(born[b].get());
   }
-  if (decodeOnly) {
-    stats_.decodeOnlySeconds += secondsBetween(stepStart, Clock::now());
-    stats_.decodeOnlyTokens += row;
-  }
-  // Highest index first, so the others stay valid.
-  std::sort(ended.rbegin(), ended.rend());
-  for (size_t i : ended) {
-    bool failed = results_[live_[i]->index].has_value();
-    if (failed) {
-      s_.cache_.free(live_[i]->kv);
-      live_.erase(live_.begin() + i);
-    } else {
-      finish(i);
-    }
-  }
+  for (auto &[group, groupRows] : beamRows)
+    stepBeams(*group, groupRows, born, ended);
+  for (auto &q : born)
+    live_.push_back(std::move(q));
+  stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
+  stats_.peakKVBytes = std::max(stats_.peakKVBytes, cache.bytesInUse());
+  retire(ended);
 }
 
 std::vector<ErrorOr<GenerationResult>> BatchScheduler::Run::execute() {

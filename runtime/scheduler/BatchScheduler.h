@@ -29,6 +29,10 @@ struct BatchStats {
   /// steady-state decode throughput, without prefill mixed in).
   double decodeOnlySeconds = 0;
   int64_t decodeOnlyTokens = 0;
+  /// Of those, the steps with every one of maxSequences rows decoding: the
+  /// full-batch throughput.
+  double fullBatchSeconds = 0;
+  int64_t fullBatchSteps = 0;
 };
 
 struct BatchOptions {
@@ -36,12 +40,19 @@ struct BatchOptions {
   int32_t maxSequences = 0;
   /// Prompts that start alike share the KV blocks of their common prefix.
   bool sharePrefixes = true;
+  /// Decoding sequences wait while any prompt is in prefill, so that all
+  /// sequences decode in lockstep (benchmarks of the steady state).
+  bool prefillFirst = false;
 };
 
-/// Each request's sampler: its own chain and random stream.
-using SamplerFactory = std::function<SamplerChain(size_t requestIndex)>;
+/// The sampler of sample `sample` of request `requestIndex`: its own chain
+/// and random stream. For beam search, the chain's logit processors rank
+/// the beams' tokens (its selector is not used).
+using SamplerFactory = std::function<SamplerChain(size_t requestIndex, int32_t sample)>;
 
-/// Runs requests through Device::batchStep. Every step takes token rows from
+/// Runs requests through Device::batchStep. A request with n samples or N
+/// beams runs its prompt once, then forks its KV cache (no copy: blocks are
+/// shared, copied on write) into n or N sequences. Every step takes token rows from
 /// the sequences in flight: one per decoding sequence, then prompt tokens of
 /// those still in prefill (chunked, so a long prompt never stalls the
 /// others). A request is admitted only when the cache can hold every
@@ -65,6 +76,7 @@ public:
                                              BatchStats *stats = nullptr);
 
 private:
+  struct Group;
   struct Sequence;
   struct PrefixHolder;
   class Run;

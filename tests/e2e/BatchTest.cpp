@@ -40,7 +40,7 @@ std::vector<ErrorOr<GenerationResult>> runBatch(LoadedArtifact &loaded, const To
   BatchOptions options;
   options.maxSequences = maxSequences;
   BatchScheduler scheduler(*loaded.device, **cache, tokenizer, config,
-                           [&](size_t) { return SamplerChain::fromParams(params, loaded.arena.get()); },
+                           [&](size_t, int32_t) { return SamplerChain::fromParams(params, loaded.arena.get()); },
                            options);
   return scheduler.run(requests, stats);
 }
@@ -311,7 +311,7 @@ TEST(BatchScheduler, ARequestThatCanNeverFitFailsAloneNamingTheBudget) {
   SamplingParams greedy;
   greedy.temperature = 0;
   BatchScheduler scheduler(*loaded.device, **cache, tokenizer, config,
-                           [&](size_t) { return SamplerChain::fromParams(greedy, nullptr); });
+                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, nullptr); });
   std::vector<GenerationRequest> requests = {{"Once", 20, {}}, {"Once", 400, {}}, {"The", 20, {}}};
   auto results = scheduler.run(requests);
   ASSERT_EQ(results.size(), 3u);

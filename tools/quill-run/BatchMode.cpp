@@ -42,6 +42,27 @@ ErrorOr<std::vector<std::string>> readPrompts(const std::string &path) {
 
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
+/// Sample s of a request draws from its own stream: sample 0 from the seed
+/// itself (so one sample is the plain run), the others from a splitmix64 of
+/// (seed, s).
+SamplerFactory samplerFactory(const RunOptions &options, tbb::task_arena &arena) {
+  SamplingParams params = options.sampling;
+  // Beam search ranks tokens itself: the chain keeps only the logit
+  // processors that can change the ranking (bias, penalties).
+  if (options.beamSearch)
+    params.temperature = 0;
+  return [params, &arena](size_t, int32_t sample) {
+    SamplingParams p = params;
+    if (sample > 0) {
+      uint64_t z = p.seed + 0x9e3779b97f4a7c15ull * uint64_t(sample);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      p.seed = z ^ (z >> 31);
+    }
+    return SamplerChain::fromParams(p, &arena);
+  };
+}
+
 } // namespace
 
 int runBatchFile(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
@@ -67,11 +88,9 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
     requests.push_back({prompt, options.maxNewTokens, options.stopStrings});
   // Every request samples with the same seed: its tokens are then those it
   // would get alone.
-  SamplingParams params = options.sampling;
   BatchOptions batchOptions;
   batchOptions.maxSequences = maxSequences;
-  BatchScheduler scheduler(device, **cache, tokenizer, config,
-                           [&](size_t) { return SamplerChain::fromParams(params, &arena); },
+  BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena),
                            batchOptions);
   if (options.verbose)
     std::fprintf(stderr,
@@ -127,6 +146,58 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
                  static_cast<long long>(stats.prefixTokensReused),
                  static_cast<long long>(stats.prefilledTokens));
   return failed ? 1 : 0;
+}
+
+int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
+             Device &device, tbb::task_arena &arena) {
+  const ModelConfig &config = artifact.config();
+  const BatchLayout *layout = device.batchLayout();
+  const char *flag = options.beamSearch ? "--beams" : "--n-samples";
+  if (!layout)
+    return fail(artifact.path() + ": " + flag +
+                " needs the artifact's batch step (compile it with --batch-rows N, N > 0)");
+  int32_t width = options.beamSearch ? options.beamSearch->beams : options.samples;
+  if (width > layout->rows)
+    return fail(std::string(flag) + " " + std::to_string(width) + " exceeds the artifact's " +
+                std::to_string(layout->rows) + " batch rows");
+  auto cache = createPagedCache(device, config, uint64_t(options.kvBudgetMB) << 20, width);
+  if (!cache)
+    return fail(cache.message());
+  GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
+  request.samples = options.samples;
+  request.beamSearch = options.beamSearch;
+  BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena));
+  BatchStats stats;
+  auto results = scheduler.run({request}, &stats);
+  if (!results.at(0))
+    return fail(results[0].message());
+  const GenerationResult &result = *results[0];
+  if (options.json) {
+    ResultJsonFields fields;
+    fields.logprobs = options.sampling.logprobs;
+    fields.seed = options.sampling.seed;
+    fields.beams = options.beamSearch.has_value();
+    std::puts(resultJson(result, fields).c_str());
+  } else {
+    const std::vector<GenerationResult> one = {result};
+    const auto &sequences = result.sequences.empty() ? one : result.sequences;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      if (options.beamSearch)
+        std::printf("[%zu] (logprob %.4f, score %.4f) %s\n", i, sequences[i].logprob,
+                    sequences[i].score, sequences[i].text.c_str());
+      else
+        std::printf("[%zu] %s\n", i, sequences[i].text.c_str());
+    }
+    std::fflush(stdout);
+  }
+  if (options.verbose)
+    std::fprintf(stderr,
+                 "%s %d: %lld steps; KV cache: peak %llu bytes (%.2f MiB) in %d-position blocks "
+                 "shared copy-on-write\n",
+                 flag + 2, width, static_cast<long long>(stats.steps),
+                 static_cast<unsigned long long>(stats.peakKVBytes), mib(stats.peakKVBytes),
+                 layout->blockSize);
+  return 0;
 }
 
 int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,

@@ -16,6 +16,11 @@ namespace quill {
 int runBatchFile(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
                  Device &device, tbb::task_arena &arena);
 
+/// Runs options.prompt with --n-samples or --beams through the batch
+/// scheduler (one request, several sequences); returns the exit code.
+int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
+             Device &device, tbb::task_arena &arena);
+
 /// Times batched decode for each of options.batchSizes; returns the exit code.
 int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
                  Device &device, tbb::task_arena &arena);

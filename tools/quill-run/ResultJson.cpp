@@ -58,6 +58,23 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
       << ",\"stop_reason\":\"" << stopReasonName(result.stop) << "\"";
   if (fields.logprobs)
     out << ",\"logprobs\":" << jsonLogprobs(result.logprobs);
+  if (fields.beams)
+    out << ",\"logprob\":" << result.logprob << ",\"score\":" << result.score;
+  if (!result.sequences.empty()) {
+    out << ",\"sequences\":[";
+    for (size_t i = 0; i < result.sequences.size(); ++i) {
+      const GenerationResult &r = result.sequences[i];
+      out << (i ? "," : "") << "{\"tokens\":" << jsonIds(r.tokens)
+          << ",\"text\":" << jsonQuote(r.text) << ",\"stop_reason\":\""
+          << stopReasonName(r.stop) << "\"";
+      if (fields.beams)
+        out << ",\"logprob\":" << r.logprob << ",\"score\":" << r.score;
+      if (fields.logprobs)
+        out << ",\"logprobs\":" << jsonLogprobs(r.logprobs);
+      out << "}";
+    }
+    out << "]";
+  }
   out << ",\"seed\":" << fields.seed << ",\"timings\":{\"prefill_tokens_per_s\":"
       << perSecond(result.promptTokens.size(), result.prefillSeconds)
       << ",\"decode_tokens_per_s\":" << perSecond(result.tokens.size(), result.decodeSeconds)

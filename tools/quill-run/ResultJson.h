@@ -14,10 +14,13 @@ struct ResultJsonFields {
   bool logprobs = false;                 ///< Include the logprobs array.
   uint64_t seed = 0;
   std::optional<size_t> promptIndex;     ///< Batch output: the input line.
+  bool beams = false;                    ///< Each sequence's logprob and score.
 };
 
 /// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,
-/// [logprobs], seed, timings, and prompt_index first when given.
+/// [logprobs], seed, timings, and prompt_index first when given; with
+/// several samples or beams also "sequences": [{tokens, text, stop_reason,
+/// [logprob, score]}, ...] (the top-level fields are the first's).
 std::string resultJson(const GenerationResult &result, const ResultJsonFields &fields);
 
 /// tokens / seconds, 0 for no time.

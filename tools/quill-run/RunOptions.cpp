@@ -39,6 +39,8 @@ const char *runUsage() {
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --no-verify           skip checksumming the weights at load\n"
+         "  --profile             time every kernel launch; print the time per kernel on\n"
+         "                        stderr at the end\n"
          "  --bench               time prefill and decode, probe the machine's bandwidth\n"
          "                        and FMA peak, print both (with --json: as JSON)\n"
          "  --bench-prompt N      prompt tokens for --bench (default 128)\n"
@@ -53,6 +55,16 @@ const char *runUsage() {
          "  --kv-budget MB        size of the paged KV cache (default: enough for every\n"
          "                        sequence in flight to reach the full context, at\n"
          "                        most 1024)\n"
+         "  --n-samples N         N independent continuations of the prompt, sharing its\n"
+         "                        prefill and KV blocks; sample i draws from its own\n"
+         "                        stream derived from --seed (sample 0 from --seed)\n"
+         "  --beams N             beam search with N beams (1..64) over the model's\n"
+         "                        log-probabilities after the logit processors (bias,\n"
+         "                        penalties); beams share KV blocks; 1 is greedy search\n"
+         "  --length-penalty F    beam score = logprob / length^F (default 1)\n"
+         "  --early-stopping      stop once N hypotheses ended (default: once no beam\n"
+         "                        can beat them)\n"
+         "  --num-return K        the K best hypotheses (default 1; JSON \"sequences\")\n"
          "  -h, --help            this text\n";
 }
 
@@ -81,6 +93,9 @@ ErrorOr<float> parseFloat(const std::string &flag, const char *text) {
 
 ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
   RunOptions o;
+  BeamSearchOptions beams;
+  bool beamsGiven = false;
+  std::string beamKnob; // A beam-search flag given, for the error without --beams.
   o.sampling.topP = 0.9f;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -210,6 +225,40 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
         return Status::error("invalid --kv-budget " + std::string(*v) +
                              ": expected a size in MB, at least 1");
       o.kvBudgetMB = *mb;
+    } else if (arg == "--n-samples") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 1 || *n > kMaxBeams)
+        return Status::error("invalid --n-samples " + std::string(*v) + ": must be in [1, " +
+                             std::to_string(kMaxBeams) + "]");
+      o.samples = *n;
+    } else if (arg == "--beams") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 1 || *n > kMaxBeams)
+        return Status::error("invalid --beams " + std::string(*v) + ": must be in [1, " +
+                             std::to_string(kMaxBeams) + "]");
+      beams.beams = *n;
+      beamsGiven = true;
+    } else if (arg == "--length-penalty") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(f, parseFloat(arg, *v));
+      if (!std::isfinite(*f))
+        return Status::error("invalid --length-penalty " + std::string(*v) + ": must be finite");
+      beams.lengthPenalty = *f;
+      beamKnob = arg;
+    } else if (arg == "--early-stopping") {
+      beams.earlyStopping = true;
+      beamKnob = arg;
+    } else if (arg == "--num-return") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
+      if (*k < 1)
+        return Status::error("invalid --num-return " + std::string(*v) + ": must be at least 1");
+      beams.numReturn = *k;
+      beamKnob = arg;
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
@@ -233,6 +282,22 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
     return Status::error("--batch-file and --bench exclude each other");
   if (o.batchSizes.size() > 1 && !o.bench)
     return Status::error("several --batch sizes are for --bench only");
+  if (!beamKnob.empty() && !beamsGiven)
+    return Status::error(beamKnob + " is a beam-search setting: add --beams N");
+  if (beamsGiven) {
+    if (beams.numReturn > beams.beams)
+      return Status::error("invalid --num-return " + std::to_string(beams.numReturn) +
+                           ": at most --beams (" + std::to_string(beams.beams) + ") hypotheses");
+    if (o.samples > 1)
+      return Status::error("--beams and --n-samples exclude each other");
+    if (o.sampling.logprobs)
+      return Status::error("--logprobs is not reported for --beams (see \"logprob\" of each "
+                           "sequence instead)");
+    o.beamSearch = beams;
+  }
+  if ((beamsGiven || o.samples > 1) && (!o.batchFile.empty() || o.bench))
+    return Status::error(std::string(beamsGiven ? "--beams" : "--n-samples") +
+                         " runs one prompt: not with --batch-file or --bench");
   if (o.sampling.logprobs && !o.json)
     return Status::error("--logprobs is reported in the --json output only: add --json");
   return o;

@@ -1,6 +1,7 @@
 // quill-run's command line: parsed and validated into plain options.
 #pragma once
 
+#include "runtime/decode/BeamSearch.h"
 #include "runtime/sampling/SamplingParams.h"
 #include "runtime/support/Error.h"
 
@@ -21,6 +22,7 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   bool verifyWeights = true;
+  bool profile = false;       ///< Time every kernel; report on stderr at exit.
   bool bench = false;         ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.
   int32_t benchDecode = 128;  ///< Decode steps timed by --bench.
@@ -29,6 +31,9 @@ struct RunOptions {
   /// batched measurement. Empty: as many as the batch step has rows.
   std::vector<int32_t> batchSizes;
   int64_t kvBudgetMB = 0;     ///< Paged KV cache size; 0: the default.
+  int32_t samples = 1;        ///< --n-samples: continuations of the prompt.
+  /// --beams and its knobs; set when beam search is asked for.
+  std::optional<BeamSearchOptions> beamSearch;
   bool help = false;
 };
 

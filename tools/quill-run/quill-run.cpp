@@ -57,6 +57,18 @@ int main(int argc, char **argv) {
   auto device = CpuDevice::create(*artifact, arena);
   if (!device)
     return fail(device.message());
+  // The kernel times, printed however main returns from here on.
+  struct ProfilePrinter {
+    CpuDevice *device;
+    ~ProfilePrinter() {
+      if (device)
+        std::fputs(device->profileReport().c_str(), stderr);
+    }
+  } profilePrinter{options.profile ? device->get() : nullptr};
+  if (options.profile)
+    (*device)->enableProfiling();
+  if (options.beamSearch || options.samples > 1)
+    return runGroup(options, *artifact, *tokenizer, **device, arena);
   if (!options.batchFile.empty())
     return runBatchFile(options, *artifact, *tokenizer, **device, arena);
   if (options.bench && !options.batchSizes.empty())

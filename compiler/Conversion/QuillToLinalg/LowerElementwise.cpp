@@ -46,8 +46,23 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
     Value pos = op.getPos();
     int64_t headDim = op.getHeadDim();
     float theta = op.getTheta().convertToFloat();
+    // With live rows, only rows [0, rows) are computed: a slice of the
+    // result, the rest left undefined.
+    Value init = emptyLike(rewriter, loc, op.getType());
+    Value live = op.getRows();
+    int64_t width = op.getType().getDimSize(op.getType().getRank() - 1);
+    auto liveSlice = [&](Value full) {
+      return tensor::ExtractSliceOp::create(
+                 rewriter, loc, full, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{live, rewriter.getIndexAttr(width)},
+                 ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)})
+          .getResult();
+    };
+    Value full = init;
+    if (live)
+      init = liveSlice(init);
     Value result = buildElementwise(
-        rewriter, loc, ValueRange{}, emptyLike(rewriter, loc, op.getType()),
+        rewriter, loc, ValueRange{}, init,
         [&](OpBuilder &b, Location l, ValueRange) -> Value {
           unsigned rank = op.getType().getRank();
           Value i = linalg::IndexOp::create(b, l, rank - 1);
@@ -75,6 +90,12 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value v1 = tensor::ExtractOp::create(b, l, input, at1);
           return rotatePair(b, l, v0, v1, parity, d, position, headDim, theta);
         });
+    if (live)
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, result, full,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{live, rewriter.getIndexAttr(width)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     rewriter.replaceOp(op, result);
     return success();
   }

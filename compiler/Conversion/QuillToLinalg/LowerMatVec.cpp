@@ -151,13 +151,14 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
 }
 
 /// Rows [first, first + blocks * kMatMulRows) of W times the first
-/// `tokenBlocks` * kTokenBlock token rows of X, into columns
+/// `tokenBlocks` * kTokenBlock (+ `tailTokens`, when given) token rows of X,
+/// into columns
 /// [0, blocks * kMatMulRows) of `init` ([T, rows]): register
 /// tiles of kTokenBlock tokens x kMatMulRows weight rows, each a vector of
 /// kLanes partial sums carried through the loop over the width. Each weight
 /// row is read from memory once per chunk of T tokens: the prefill's gain.
 Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                    Value blocks, Value tokenBlocks, Value init) {
+                    Value blocks, Value tokenBlocks, Value tailTokens, Value init) {
   // The width is taken in panels of kPanel columns (the outermost loop), so
   // the token rows' panel stays in L2 while every weight block passes over
   // it; each panel's dot products are added into the output.
@@ -189,52 +190,63 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
       [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
         Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, kMatMulRows));
         Value row = arith::AddIOp::create(nb, l, first, column);
+        // Register tiles of `tile` tokens: `count` of them from token `from`.
+        auto tokenTiles = [&](Value out, Value from, Value count, int64_t tile) {
         auto tokenLoop = scf::ForOp::create(
-            nb, l, zero, tokenBlocks, one, ValueRange{rowCarried[0]},
+            nb, l, zero, count, one, ValueRange{out},
             [&](OpBuilder &tb, Location tl, Value tokenBlock, ValueRange carried) {
-              Value token0 = arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, kTokenBlock));
+              Value token0 = arith::AddIOp::create(
+                  tb, tl, from, arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, tile)));
               SmallVector<Value> tokenIndex, rowIndex;
-              for (int64_t i = 0; i < kTokenBlock; ++i)
+              for (int64_t i = 0; i < tile; ++i)
                 tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, constant(tb, tl, i)));
               for (int64_t j = 0; j < kMatMulRows; ++j)
                 rowIndex.push_back(arith::AddIOp::create(tb, tl, row, constant(tb, tl, j)));
-              SmallVector<Value> accInit(kTokenBlock * kMatMulRows, zeros);
+              SmallVector<Value> accInit(tile * kMatMulRows, zeros);
               auto steps = scf::ForOp::create(
                   tb, tl, stepBegin, stepEnd, one, accInit,
                   [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
                     Value k = arith::MulIOp::create(ib, il, step, constant(ib, il, kLanes));
                     SmallVector<Value> x, w, next;
-                    for (int64_t i = 0; i < kTokenBlock; ++i)
+                    for (int64_t i = 0; i < tile; ++i)
                       x.push_back(vector::TransferReadOp::create(
                           ib, il, lanes, input, ValueRange{tokenIndex[i], k}, padding, inBounds));
                     for (int64_t j = 0; j < kMatMulRows; ++j)
                       w.push_back(vector::TransferReadOp::create(
                           ib, il, lanes, weight, ValueRange{rowIndex[j], k}, padding, inBounds));
-                    for (int64_t i = 0; i < kTokenBlock; ++i)
+                    for (int64_t i = 0; i < tile; ++i)
                       for (int64_t j = 0; j < kMatMulRows; ++j)
                         next.push_back(vector::FMAOp::create(ib, il, lanes, w[j], x[i],
                                                              acc[i * kMatMulRows + j]));
                     scf::YieldOp::create(ib, il, next);
                   });
               Value out = carried[0];
-              for (int64_t i = 0; i < kTokenBlock; ++i) {
+              for (int64_t i = 0; i < tile; ++i) {
                 SmallVector<Value> sums;
                 for (int64_t j = 0; j < kMatMulRows; ++j)
                   sums.push_back(vector::ReductionOp::create(
                       tb, tl, vector::CombiningKind::ADD, steps.getResult(i * kMatMulRows + j),
                       Value(), fastMath.getValue()));
                 auto tileType = VectorType::get({kMatMulRows}, f32);
-                Value tile = vector::FromElementsOp::create(tb, tl, tileType, sums);
+                Value sum = vector::FromElementsOp::create(tb, tl, tileType, sums);
                 Value before = vector::TransferReadOp::create(
                     tb, tl, tileType, out, ValueRange{tokenIndex[i], column}, padding, inBounds);
-                tile = arith::AddFOp::create(tb, tl, before, tile);
-                out = vector::TransferWriteOp::create(tb, tl, tile, out,
+                sum = arith::AddFOp::create(tb, tl, before, sum);
+                out = vector::TransferWriteOp::create(tb, tl, sum, out,
                                                       ValueRange{tokenIndex[i], column}, inBounds)
                           .getResult();
               }
               scf::YieldOp::create(tb, tl, ValueRange{out});
             });
-        scf::YieldOp::create(nb, l, ValueRange{tokenLoop.getResult(0)});
+        return tokenLoop.getResult(0);
+        };
+        Value out = tokenTiles(rowCarried[0], zero, tokenBlocks, kTokenBlock);
+        // The live rows past the last whole tile, one token per tile: each
+        // element is summed exactly as in a whole tile.
+        if (tailTokens)
+          out = tokenTiles(out, arith::MulIOp::create(nb, l, tokenBlocks, constant(nb, l, kTokenBlock)),
+                           tailTokens, 1);
+        scf::YieldOp::create(nb, l, ValueRange{out});
       });
   scf::YieldOp::create(pb, pl, ValueRange{rowBlocks.getResult(0)});
       });
@@ -243,9 +255,9 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
 
 /// X[T, K] @ W[firstRow : firstRow + rows]^T -> [T, rows]: register tiles
 /// where the shapes allow, the leftover weight rows with a plain generic.
-/// With `liveRows`, the register tiles stop after the tile that holds the
-/// last live token row (a batch step's later rows are unused); each element
-/// is computed the same way whichever rows are live.
+/// With `liveRows`, the register tiles cover just the live token rows (a
+/// batch step's later rows are unused): whole tiles, then one-token tiles;
+/// each element is summed the same way whichever rows are live.
 Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                           OpFoldResult firstRow, OpFoldResult rows, int64_t width,
                           bool intermediate, Value liveRows) {
@@ -270,18 +282,20 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
     OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
     OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
     Value tokenBlocks = arith::ConstantIndexOp::create(b, loc, tokens / kTokenBlock);
+    Value tailTokens;
     if (liveRows) {
-      // ceil(live rows / kTokenBlock), at most all of them.
-      Value rounded = arith::AddIOp::create(
-          b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, kTokenBlock - 1));
-      Value live = arith::DivUIOp::create(
-          b, loc, rounded, arith::ConstantIndexOp::create(b, loc, kTokenBlock));
-      tokenBlocks = arith::MinUIOp::create(b, loc, live, tokenBlocks);
+      // floor(live rows / kTokenBlock) whole tiles, the rest one by one.
+      Value live = arith::MinUIOp::create(b, loc, liveRows,
+                                          arith::ConstantIndexOp::create(b, loc, tokens));
+      tokenBlocks = arith::DivUIOp::create(
+          b, loc, live, arith::ConstantIndexOp::create(b, loc, kTokenBlock));
+      tailTokens = arith::RemUIOp::create(
+          b, loc, live, arith::ConstantIndexOp::create(b, loc, kTokenBlock));
     }
     Value result = blockedMatMul(b, loc, weight, input,
                                  getValueOrCreateConstantIndexOp(b, loc, firstRow),
                                  getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks,
-                                 init);
+                                 tailTokens, init);
     OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
     if (getConstantIntValue(tailRows) == 0)
       return result;
@@ -359,11 +373,30 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
                                      op.getSwiglu(), op.getRows())
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
                                      /*intermediate=*/op.getSwiglu());
+    // With live rows, the epilogues run on those rows only (the result's
+    // other rows are left undefined): a slice with a dynamic row count.
+    Value live = rows ? op.getRows() : Value();
+    // (Slices and the final insert use the same size values, so that
+    // bufferization sees them as one subset, updated in place.)
+    auto liveRows = [&](Value full, std::optional<OpFoldResult> columns) -> Value {
+      if (!live)
+        return full;
+      SmallVector<OpFoldResult> sizes = {live};
+      if (columns)
+        sizes.push_back(*columns);
+      SmallVector<OpFoldResult> zeros(sizes.size(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> ones(sizes.size(), b.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(b, loc, full, zeros, sizes, ones).getResult();
+    };
+    // The tensor the live rows go back into at the end: the whole result,
+    // or (with the SwiGLU epilogue, whose output is narrower) a new one.
+    Value whole = result;
+    result = liveRows(result, rowCount);
     if (std::optional<APFloat> eps = op.getNormEps()) {
       // The folded RMSNorm: (W' x) times 1/rms(x), row by row. Every tile
       // recomputes the scale from the whole input (a small reduction).
       Value scales = buildRmsScales(b, loc, op.getInput(), eps->convertToFloat());
-      result = scaleRows(b, loc, result, scales);
+      result = scaleRows(b, loc, result, liveRows(scales, std::nullopt));
     }
     if (op.getSwiglu()) {
       // Rows alternate gate and up: output i = silu(row 2i) * row 2i+1.
@@ -372,9 +405,15 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       SmallVector<OpFoldResult> shape;
       if (rows)
-        shape.push_back(b.getIndexAttr(tokens));
+        shape.push_back(live ? OpFoldResult(live) : b.getIndexAttr(tokens));
       shape.push_back(outputs);
       Value init = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+      if (live) {
+        // A fixed-size (stack) buffer for all rows, the live ones written.
+        int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+        whole = scratchSlice(b, loc, {tokens, weightRows / 2}, {b.getIndexAttr(tokens), outputs},
+                             std::nullopt);
+      }
       result = buildElementwise(b, loc, ValueRange{}, init,
                                 [&](OpBuilder &nb, Location l, ValueRange) -> Value {
                                   Value i = linalg::IndexOp::create(nb, l, rows ? 1 : 0);
@@ -397,7 +436,8 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
       Value part =
           rows ? tensor::ExtractSliceOp::create(
                      b, loc, residual, ArrayRef<OpFoldResult>{b.getIndexAttr(0), first},
-                     ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), outputs},
+                     ArrayRef<OpFoldResult>{live ? OpFoldResult(live) : b.getIndexAttr(tokens),
+                                            outputs},
                      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
                      .getResult()
                : tensor::ExtractSliceOp::create(b, loc, residual, ArrayRef<OpFoldResult>{first},
@@ -408,6 +448,13 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
                                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
                                   return arith::AddFOp::create(nb, l, args[0], args[1]);
                                 });
+    }
+    if (live) {
+      // Back to the op's row count, in place (so no temporary is needed).
+      result = tensor::InsertSliceOp::create(
+          b, loc, result, whole, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{live, outputs},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     }
     rewriter.replaceOp(op, castTo(b, loc, result, op.getType()));
     return success();

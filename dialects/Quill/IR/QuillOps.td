@@ -281,16 +281,19 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
     For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
     rotates by the angle `pos / theta^(d / head_dim)` (llama2.c's layout);
     row t of a [T, width] input is at position `pos + t`, or at `pos[t]`
-    when `pos` is a tensor of per-row positions (a batch step).
+    when `pos` is a tensor of per-row positions (a batch step). With
+    `rows %n` only the first n rows are live: the others are left undefined.
 
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
     ```
   }];
   let arguments = (ins Quill_Rows:$input, AnyTypeOf<[Index, Quill_RowInts]>:$pos,
-                       I64Attr:$head_dim, F32Attr:$theta);
+                       Optional<Index>:$rows, I64Attr:$head_dim, F32Attr:$theta);
   let results = (outs Quill_Rows:$result);
-  let assemblyFormat = "$input `at` $pos attr-dict `:` type($input) custom<RowPositions>(type($pos))";
+  let assemblyFormat = [{
+    $input `at` $pos (`rows` $rows^)? attr-dict `:` type($input) custom<RowPositions>(type($pos))
+  }];
   let hasVerifier = 1;
 }
 

@@ -299,28 +299,14 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
     mapping.map(operand, tensor.getResult());
   }
 
-  Operation *clone = b.clone(*op, mapping);
+  // The destination first, so that it dominates everything the op lowers
+  // to (bufferization can then build temporaries in place inside it).
   Value destination = inPlace ? Value() : entry->getArgument(argIndex);
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  unsigned tiledDim = tiling.leading ? 0 : resultType.getRank() - 1;
   if (tiling.rowsPerUnit > 0) {
     // The kernel computes output columns [begin, end) * rowsPerUnit only
     // (of every token row, for [T, width] activations).
-    if (auto linear = dyn_cast<LinearOp>(clone))
-      linear.getTileMutable().append({begin, end});
-    else if (auto logits = dyn_cast<LogitsOp>(clone))
-      logits.getTileMutable().append({begin, end});
-    else if (auto project = dyn_cast<ProjectQKVOp>(clone))
-      project.getTileMutable().append({begin, end});
-    else if (auto partial = dyn_cast<AttentionPartialOp>(clone))
-      partial.getTileMutable().append({begin, end});
-    else if (auto paged = dyn_cast<PagedAttentionOp>(clone))
-      paged.getTileMutable().append({begin, end});
-    else
-      cast<AttentionOp>(clone).getTileMutable().append({begin, end});
-    auto resultType = cast<RankedTensorType>(clone->getResult(0).getType());
-    SmallVector<int64_t> shape(resultType.getShape());
-    unsigned tiledDim = tiling.leading ? 0 : shape.size() - 1;
-    shape[tiledDim] = ShapedType::kDynamic;
-    clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
     Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
     Value offset = arith::MulIOp::create(b, loc, begin, unit);
     Value units = arith::SubIOp::create(b, loc, end, begin);
@@ -333,6 +319,25 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       strides.push_back(b.getIndexAttr(1));
     }
     destination = memref::SubViewOp::create(b, loc, destination, offsets, sizes, strides);
+  }
+
+  Operation *clone = b.clone(*op, mapping);
+  if (tiling.rowsPerUnit > 0) {
+    if (auto linear = dyn_cast<LinearOp>(clone))
+      linear.getTileMutable().append({begin, end});
+    else if (auto logits = dyn_cast<LogitsOp>(clone))
+      logits.getTileMutable().append({begin, end});
+    else if (auto project = dyn_cast<ProjectQKVOp>(clone))
+      project.getTileMutable().append({begin, end});
+    else if (auto partial = dyn_cast<AttentionPartialOp>(clone))
+      partial.getTileMutable().append({begin, end});
+    else if (auto paged = dyn_cast<PagedAttentionOp>(clone))
+      paged.getTileMutable().append({begin, end});
+    else
+      cast<AttentionOp>(clone).getTileMutable().append({begin, end});
+    SmallVector<int64_t> shape(resultType.getShape());
+    shape[tiledDim] = ShapedType::kDynamic;
+    clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
   }
   auto storeInto = [&](Value result, Value buffer) {
     auto store = bufferization::MaterializeInDestinationOp::create(b, loc, result, buffer);

@@ -68,21 +68,40 @@ func.func @rope_positions(%x: tensor<4x8xf32>, %pos: tensor<4xi32>) -> tensor<4x
 
 // -----
 
-// linear with live rows: the register tiles over token rows stop at
-// ceil(rows / 4) of the 8 row tiles.
+// linear with live rows: floor(rows / 4) whole register tiles of 4 token
+// rows, then the rest one token row per tile (the same sums per element).
 // CHECK-LABEL: func.func @live_rows
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<32x16xf32>, %[[W:[^:]+]]: tensor<8x16xf32>, %[[N:[^:]+]]: index)
-// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
-// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
-// CHECK: %[[R:.*]] = arith.addi %[[N]], %[[C3]]
-// CHECK: %[[D:.*]] = arith.divui %[[R]], %[[C4]]
-// CHECK: %[[TILES:.*]] = arith.minui %[[D]], %[[C8]]
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[LIVE:.*]] = arith.minui %[[N]], %[[C32]]
+// CHECK: %[[TILES:.*]] = arith.divui %[[LIVE]], %[[C4]]
+// CHECK: %[[TAIL:.*]] = arith.remui %[[LIVE]], %[[C4]]
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[TILES]]
-// CHECK: vector.fma
+// CHECK-COUNT-16: vector.fma
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[TAIL]]
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: return
 func.func @live_rows(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: index) -> tensor<32x8xf32> {
   %y = quill.linear %x, %w rows %n : tensor<32x16xf32>, tensor<8x16xf32> -> tensor<32x8xf32>
   return %y : tensor<32x8xf32>
+}
+
+// -----
+
+// The epilogues of a linear with live rows run on those rows only: the
+// SwiGLU over a [rows, width] slice, inserted into a fixed-size buffer.
+// CHECK-LABEL: func.func @live_rows_swiglu
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<32x16xf32>, %[[W:[^:]+]]: tensor<8x16xf32>, %[[N:[^:]+]]: index)
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[N]]) : tensor<?x4xf32>
+// CHECK: %[[WHOLE:.*]] = bufferization.alloc_tensor() : tensor<32x4xf32>
+// CHECK: %[[ACT:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x4xf32>)
+// CHECK: math.exp
+// CHECK: tensor.insert_slice %[[ACT]] into %[[WHOLE]][0, 0] [%[[N]], 4] [1, 1]
+func.func @live_rows_swiglu(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: index) -> tensor<32x4xf32> {
+  %y = quill.linear %x, %w rows %n {swiglu} : tensor<32x16xf32>, tensor<8x16xf32> -> tensor<32x4xf32>
+  return %y : tensor<32x4xf32>
 }
