@@ -318,6 +318,12 @@ void BatchScheduler::Run::completeGroup(Group &group) {
   if (group.beams) {
     GenerationResult best;
     std::vector<BeamHypothesis> found = group.beams->results();
+    if (found.empty()) {
+      fail(group.index, "request " + std::to_string(group.index) +
+                            ": beam search found no token to pick: every logit is NaN or -inf "
+                            "after the logit processors");
+      return;
+    }
     for (const BeamHypothesis &h : found) {
       GenerationResult r;
       r.promptTokens = prompts_[group.index];

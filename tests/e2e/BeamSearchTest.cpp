@@ -84,6 +84,24 @@ TEST(BeamSearchRun, OneBeamEqualsGreedySearch) {
   }
 }
 
+TEST(BeamSearchRun, EveryTokenBannedIsAnErrorNotAnEmptyResult) {
+  std::string artifact = storiesArtifact("beam-banned");
+  if (artifact.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  Loaded l = loadWithTokenizer(artifact, 1);
+  ASSERT_TRUE(l.artifact.device && l.tokenizer);
+  SamplingParams banned;
+  banned.temperature = 0;
+  for (int32_t id = 0; id < l.artifact.artifact->config().vocabSize; ++id)
+    banned.logitBias.push_back({id, -std::numeric_limits<float>::infinity()});
+  GenerationRequest request{"Once", 10, {}};
+  request.beamSearch = BeamSearchOptions{};
+  request.beamSearch->beams = 3;
+  auto found = runOne(l, request, banned);
+  ASSERT_FALSE(found.isOk());
+  EXPECT_NE(found.message().find("NaN or -inf"), std::string::npos) << found.message();
+}
+
 TEST(BeamSearchRun, EnoughBeamsEqualExhaustiveSearchOfTheReferenceModel) {
   // A small synthetic model; the logit bias leaves three tokens possible, so
   // three tokens deep there are 27 sequences and 32 beams keep them all.
