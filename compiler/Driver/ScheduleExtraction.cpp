@@ -54,6 +54,7 @@ static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
     d.kernel = it->second;
     d.work = dispatch.getWork();
     d.grain = dispatch.getGrain();
+    d.liveRows = dispatch.getLiveRows();
     for (mlir::Attribute attr : dispatch.getBindings()) {
       auto binding = toBinding(mlir::cast<mlir::quill::BindingAttr>(attr));
       if (!binding)

@@ -76,8 +76,10 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
     Value qv = linear(h, "wq", dim, dim);
     Value k = linear(h, "wk", kvDim, dim);
     Value v = linear(h, "wv", kvDim, dim);
-    qv = q::RoPEOp::create(b, l, act(dim), qv, pos, liveRows, headDim, theta);
-    k = q::RoPEOp::create(b, l, act(kvDim), k, pos, liveRows, headDim, theta);
+    qv = q::RoPEOp::create(b, l, act(dim), qv, pos, liveRows, /*tile=*/ValueRange{}, headDim,
+                           theta);
+    k = q::RoPEOp::create(b, l, act(kvDim), k, pos, liveRows, /*tile=*/ValueRange{}, headDim,
+                          theta);
     Value attended;
     if (batch) {
       auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, f32);

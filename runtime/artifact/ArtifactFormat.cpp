@@ -71,6 +71,7 @@ std::vector<uint8_t> encodeSchedule(const Schedule &s) {
     w.put<uint32_t>(d.kernel);
     w.put<int64_t>(d.work);
     w.put<int64_t>(d.grain);
+    w.put<uint32_t>(d.liveRows ? 1u : 0u);
     w.put<uint32_t>(static_cast<uint32_t>(d.bindings.size()));
     for (const Binding &b : d.bindings)
       putBinding(w, b);
@@ -102,6 +103,10 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
     d.kernel = r.get<uint32_t>();
     d.work = r.get<int64_t>();
     d.grain = r.get<int64_t>();
+    uint32_t flags = r.get<uint32_t>();
+    if (flags > 1)
+      return Status::error("schedule section is truncated or corrupt");
+    d.liveRows = flags == 1;
     uint32_t bindingCount = r.get<uint32_t>();
     if (!r.ok() || bindingCount > r.remaining() / 20)
       return Status::error("schedule section is truncated or corrupt");
@@ -178,7 +183,7 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
   }
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
     const Dispatch &d = s.dispatches[i];
-    if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 ||
+    if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 || (d.liveRows && !batch) ||
         d.bindings.empty() || d.bindings.size() > 64)
       return Status::error("schedule dispatch " + std::to_string(i) + " is malformed");
     for (const Binding &b : d.bindings)

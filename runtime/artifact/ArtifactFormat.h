@@ -20,7 +20,7 @@
 namespace quill {
 
 constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
-constexpr uint32_t kArtifactVersion = 2;
+constexpr uint32_t kArtifactVersion = 3;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -73,6 +73,9 @@ struct Dispatch {
   int64_t work = 1;
   int64_t grain = 1;
   std::vector<Binding> bindings;
+  /// The units are the batch step's token rows: only [0, min(work, live
+  /// rows)) runs (the kernel's first scalar is the live row count).
+  bool liveRows = false;
 };
 
 /// The compiled step: what to launch, in order, and how much memory it needs.

@@ -37,6 +37,7 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
   BatchOptions options;
   options.maxSequences = batch;
   options.prefillFirst = true;
+  options.arena = &arena;
   BatchScheduler scheduler(device, **cache, tokenizer, config,
                            [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, &arena); },
                            options);

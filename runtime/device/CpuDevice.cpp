@@ -125,7 +125,8 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
     kernels.push_back(*kernel);
   }
   for (const Dispatch &d : schedule.dispatches) {
-    Launch launch{kernels[d.kernel], {}, d.work, d.grain, false, &schedule.kernels[d.kernel]};
+    Launch launch{kernels[d.kernel], {},    d.work, d.grain, d.liveRows,
+                  false,              &schedule.kernels[d.kernel]};
     uint64_t touched = 0;
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
@@ -155,15 +156,18 @@ void CpuDevice::run(const Launch *launches, size_t count, int32_t token, int32_t
 void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
   {
     void *const *args = launch.pointers.data();
-    if (!launch.parallel || arena_.max_concurrency() == 1) {
-      launch.kernel(args, token, pos, 0, launch.work);
+    const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
+    if (work <= 0)
+      return;
+    if (!launch.parallel || arena_.max_concurrency() == 1 || work <= launch.grain) {
+      launch.kernel(args, token, pos, 0, work);
       return;
     }
     // Each chunk computes whole output rows, so the split cannot change a
     // result; the static partitioner keeps the split fixed besides.
     arena_.execute([&] {
       tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, launch.work, launch.grain),
+          tbb::blocked_range<int64_t>(0, work, launch.grain),
           [&](const tbb::blocked_range<int64_t> &range) {
             launch.kernel(args, token, pos, range.begin(), range.end());
           },

@@ -54,6 +54,7 @@ private:
     KernelFn kernel;
     std::vector<void *> pointers;
     int64_t work, grain;
+    bool liveRows; ///< Work is capped by the live rows (the token scalar).
     bool parallel; ///< Big enough for the split to pay for itself.
     const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
   };

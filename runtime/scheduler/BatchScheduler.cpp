@@ -4,6 +4,9 @@
 
 #include "runtime/scheduler/SchedulerRun.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -227,10 +230,10 @@ bool BatchScheduler::Run::sample(Sequence &q, const float *logits) {
     return false;
   int32_t next = q.sampler->sample(logits, s_.config_.vocabSize);
   if (next < 0) {
-    fail(q.group->index, "request " + std::to_string(q.group->index) +
-                             ": the sampler found no token to pick after " +
-                             std::to_string(q.result.tokens.size()) +
-                             " tokens: every logit is NaN or -inf after the logit processors");
+    q.failure = "request " + std::to_string(q.group->index) +
+                ": the sampler found no token to pick after " +
+                std::to_string(q.result.tokens.size()) +
+                " tokens: every logit is NaN or -inf after the logit processors";
     return false;
   }
   if (!q.output->accept(next, q.sampler->lastLogprobs()))
@@ -498,6 +501,7 @@ void BatchScheduler::Run::step() {
   std::vector<Sequence *> ended;
   std::vector<std::unique_ptr<Sequence>> born;
   std::vector<std::pair<Group *, std::vector<std::pair<Sequence *, const float *>>>> beamRows;
+  std::vector<std::pair<Sequence *, const float *>> toSample;
   const float *logits = device.batchLogits();
   for (int32_t i = 0; i < logitRows; ++i) {
     Sequence &q = *logitOwners[i];
@@ -517,11 +521,29 @@ void BatchScheduler::Run::step() {
     size_t firstBorn = born.size();
     if (q.group->width > 1 && !q.group->forked)
       forkSamples(q, rowLogits, born);
-    if (!sample(q, rowLogits))
-      ended.push_back(&q);
+    toSample.push_back({&q, rowLogits});
     for (size_t b = firstBorn; b < born.size(); ++b)
-      if (!sample(*born[b], rowLogits))
-        ended.push_back(born[b].get());
+      toSample.push_back({born[b].get(), rowLogits});
+  }
+  // Every sequence has its own sampler and output: they sample in parallel.
+  std::vector<char> goesOn(toSample.size());
+  auto sampleRange = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      goesOn[i] = sample(*toSample[i].first, toSample[i].second);
+  };
+  if (s_.options_.arena && toSample.size() > 1)
+    s_.options_.arena->execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, toSample.size()),
+                        [&](const tbb::blocked_range<size_t> &r) { sampleRange(r.begin(), r.end()); });
+    });
+  else
+    sampleRange(0, toSample.size());
+  for (size_t i = 0; i < toSample.size(); ++i) {
+    Sequence &q = *toSample[i].first;
+    if (!q.failure.empty())
+      fail(q.group->index, q.failure);
+    if (!goesOn[i])
+      ended.push_back(&q);
   }
   for (auto &[group, groupRows] : beamRows)
     stepBeams(*group, groupRows, born, ended);

@@ -9,6 +9,8 @@
 #include "runtime/sampling/Sampler.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <tbb/task_arena.h>
+
 #include <functional>
 #include <optional>
 #include <vector>
@@ -43,6 +45,9 @@ struct BatchOptions {
   /// Decoding sequences wait while any prompt is in prefill, so that all
   /// sequences decode in lockstep (benchmarks of the steady state).
   bool prefillFirst = false;
+  /// Where the sequences of a step sample in parallel (each has its own
+  /// chain, so the split cannot change a token); null: one after another.
+  tbb::task_arena *arena = nullptr;
 };
 
 /// The sampler of sample `sample` of request `requestIndex`: its own chain

@@ -56,6 +56,7 @@ struct BatchScheduler::Sequence {
   std::optional<SamplerChain> sampler;
   std::optional<SequenceOutput> output;
   Clock::time_point admitted, firstToken;
+  std::string failure; ///< Why sampling failed (set by sample(), reported after).
 };
 
 /// Blocks kept for prompts still waiting that start like a finished one.
@@ -88,8 +89,9 @@ private:
   /// Frees holders no waiting prompt can use (all of them with `all`).
   void releaseHolders(bool all);
   void step();
-  /// Samples the next token of live_[i] from `logits`; returns whether it
-  /// goes on.
+  /// Samples the next token of `q` from `logits`; returns whether it goes
+  /// on. Touches only `q` (steps sample in parallel): a failure is left in
+  /// q.failure.
   bool sample(Sequence &q, const float *logits);
   /// The prompt of a group of n samples has its logits: n - 1 forks, each
   /// sampling from them. New sequences go to `born`.

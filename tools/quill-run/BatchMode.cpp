@@ -90,6 +90,7 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
   // would get alone.
   BatchOptions batchOptions;
   batchOptions.maxSequences = maxSequences;
+  batchOptions.arena = &arena;
   BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena),
                            batchOptions);
   if (options.verbose)
@@ -166,7 +167,10 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
   request.samples = options.samples;
   request.beamSearch = options.beamSearch;
-  BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena));
+  BatchOptions batchOptions;
+  batchOptions.arena = &arena;
+  BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena),
+                           batchOptions);
   BatchStats stats;
   auto results = scheduler.run({request}, &stats);
   if (!results.at(0))

@@ -46,21 +46,34 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
     Value pos = op.getPos();
     int64_t headDim = op.getHeadDim();
     float theta = op.getTheta().convertToFloat();
-    // With live rows, only rows [0, rows) are computed: a slice of the
-    // result, the rest left undefined.
-    Value init = emptyLike(rewriter, loc, op.getType());
+    // Rows [begin, end) (a tile of a batch step's kernel; all rows
+    // otherwise), of which those before `rows` are live: only they are
+    // computed, the rest of the result is left undefined.
     Value live = op.getRows();
-    int64_t width = op.getType().getDimSize(op.getType().getRank() - 1);
-    auto liveSlice = [&](Value full) {
-      return tensor::ExtractSliceOp::create(
-                 rewriter, loc, full, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
-                 ArrayRef<OpFoldResult>{live, rewriter.getIndexAttr(width)},
-                 ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)})
-          .getResult();
-    };
-    Value full = init;
-    if (live)
-      init = liveSlice(init);
+    unsigned resultRank = op.getType().getRank();
+    int64_t width = op.getType().getDimSize(resultRank - 1);
+    auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+    Value begin, count, full, init;
+    if (!live && !op.isTiled()) {
+      init = emptyLike(rewriter, loc, op.getType());
+    } else {
+      begin = op.isTiled() ? op.getTile()[0] : index(0);
+      Value end = op.isTiled() ? op.getTile()[1]
+                               : index(op.getInput().getType().getDimSize(0));
+      Value tileRows = arith::SubIOp::create(rewriter, loc, end, begin);
+      // A fixed-size (stack) buffer: its live rows are written, then copied
+      // out as the tile's result.
+      full = scratchSlice(rewriter, loc, {op.getInput().getType().getDimSize(0), width},
+                          {tileRows, rewriter.getIndexAttr(width)}, std::nullopt);
+      Value liveEnd = live ? arith::MinUIOp::create(rewriter, loc, end, live).getResult() : end;
+      Value some = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt, liveEnd, begin);
+      count = arith::SelectOp::create(rewriter, loc, some,
+                                      arith::SubIOp::create(rewriter, loc, liveEnd, begin), index(0));
+      init = tensor::ExtractSliceOp::create(
+          rewriter, loc, full, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    }
     Value result = buildElementwise(
         rewriter, loc, ValueRange{}, init,
         [&](OpBuilder &b, Location l, ValueRange) -> Value {
@@ -71,6 +84,8 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           if (rank == 2) {
             // Row t is at pos + t, or at pos[t] given per-row positions.
             Value t = linalg::IndexOp::create(b, l, 0);
+            if (begin)
+              t = arith::AddIOp::create(b, l, t, begin);
             if (isa<RankedTensorType>(pos.getType()))
               position = arith::IndexCastOp::create(
                   b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, pos, ValueRange{t}));
@@ -90,12 +105,13 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value v1 = tensor::ExtractOp::create(b, l, input, at1);
           return rotatePair(b, l, v0, v1, parity, d, position, headDim, theta);
         });
-    if (live)
+    if (full)
       result = tensor::InsertSliceOp::create(
           rewriter, loc, result, full,
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{live, rewriter.getIndexAttr(width)},
+          ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)},
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    result = castTo(rewriter, loc, result, op.getType());
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -130,8 +130,8 @@ Value blockedMatVec(OpBuilder &b, Location loc, Value weight, Value input, Value
   return rows.getResult(0);
 }
 
-constexpr int64_t kTokenBlock = 4; ///< Token rows per register tile of a matmul.
-constexpr int64_t kMatMulRows = 4;  ///< Weight rows per register tile of a matmul.
+constexpr int64_t kTokenBlock = 2; ///< Token rows per register tile of a matmul.
+constexpr int64_t kMatMulRows = 8;  ///< Weight rows per register tile of a matmul.
 constexpr int64_t kPanel = 1024;    ///< Columns per panel of a matmul (4 KiB rows).
 
 /// out[t, r] = sum_k X[t, k] * W[r, k] over all of `weight`'s rows.

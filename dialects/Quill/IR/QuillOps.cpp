@@ -223,8 +223,12 @@ LogicalResult SliceOp::verify() {
 }
 
 LogicalResult RoPEOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (!isTiled() && getResult().getType() != getInput().getType())
+    return emitOpError("result must have the input's type ") << getInput().getType();
+  if (isTiled() && (getInput().getType().getRank() != 2 || !getRows()))
+    return emitOpError("only the rows of a batch step's [T, width] input are tiled");
   int64_t headDim = getHeadDim();
   if (headDim <= 0 || headDim % 2 != 0)
     return emitOpError("head_dim must be positive and even, got ") << headDim;
@@ -253,6 +257,18 @@ static ParseResult parseRowPositions(OpAsmParser &parser, Type &type) {
 static void printRowPositions(OpAsmPrinter &printer, Operation *, Type type) {
   if (!type.isIndex())
     printer << ", " << type;
+}
+
+/// quill.rope's result type: the input's, or `-> type` when tiled.
+static ParseResult parseTiledResult(OpAsmParser &parser, Type input, Type &result) {
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(result);
+  result = input;
+  return success();
+}
+static void printTiledResult(OpAsmPrinter &printer, Operation *, Type input, Type result) {
+  if (result != input)
+    printer << "-> " << result;
 }
 
 LogicalResult AttentionOp::verify() {

@@ -275,7 +275,7 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
   }];
 }
 
-def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Quill_RoPEOp : Quill_Op<"rope", [Pure, AttrSizedOperandSegments]> {
   let summary = "Rotary position embedding of interleaved pairs, per head";
   let description = [{
     For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
@@ -283,16 +283,22 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> 
     row t of a [T, width] input is at position `pos + t`, or at `pos[t]`
     when `pos` is a tensor of per-row positions (a batch step). With
     `rows %n` only the first n rows are live: the others are left undefined.
+    Inside a kernel, `tile [%b, %e]` restricts the op to rows `[b, e)`.
 
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
     ```
   }];
   let arguments = (ins Quill_Rows:$input, AnyTypeOf<[Index, Quill_RowInts]>:$pos,
-                       Optional<Index>:$rows, I64Attr:$head_dim, F32Attr:$theta);
+                       Optional<Index>:$rows, Variadic<Index>:$tile, I64Attr:$head_dim,
+                       F32Attr:$theta);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `at` $pos (`rows` $rows^)? attr-dict `:` type($input) custom<RowPositions>(type($pos))
+    $input `at` $pos (`rows` $rows^)? (`tile` `[` $tile^ `]`)? attr-dict `:` type($input)
+    custom<RowPositions>(type($pos)) custom<TiledResult>(ref(type($input)), type($result))
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -507,7 +513,8 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
     The runtime calls `kernel(bindings, token, pos, begin, end)` for disjoint
     ranges `[begin, end)` covering `[0, work)`, each a multiple of `grain`
     long except the last, possibly in parallel. Results do not depend on how
-    the range is split.
+    the range is split. With `live_rows` (batch step) the units are token
+    rows and only the live ones run: `[0, min(work, rows))`.
 
     ```mlir
     quill.dispatch @linear_64x64([#quill.binding<"scratch", 0, 256>, ...]) work(64, 8)
@@ -515,7 +522,7 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel,
                        TypedArrayAttrBase<Quill_BindingAttr, "bindings">:$bindings,
-                       I64Attr:$work, I64Attr:$grain);
+                       I64Attr:$work, I64Attr:$grain, UnitAttr:$live_rows);
   let assemblyFormat = [{
     $kernel `(` $bindings `)` `work` `(` $work `,` $grain `)` attr-dict
   }];

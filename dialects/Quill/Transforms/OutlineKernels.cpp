@@ -49,6 +49,7 @@ struct MemoryPlan {
 struct Tiling {
   int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
   bool leading = false; ///< Units are rows of the result, not columns.
+  bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
 };
 
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
@@ -69,6 +70,13 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
     tiling.work = paged.getQuery().getType().getDimSize(0);
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
+    tiling.liveRows = true;
+  } else if (auto rope = dyn_cast<RoPEOp>(op); rope && rope.getRows()) {
+    // A batch step's rows, split between threads.
+    tiling.work = rope.getType().getDimSize(0);
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+    tiling.liveRows = true;
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
     tiling.work = attention.getNumKvHeads();
@@ -333,6 +341,8 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       partial.getTileMutable().append({begin, end});
     else if (auto paged = dyn_cast<PagedAttentionOp>(clone))
       paged.getTileMutable().append({begin, end});
+    else if (auto rope = dyn_cast<RoPEOp>(clone))
+      rope.getTileMutable().append({begin, end});
     else
       cast<AttentionOp>(clone).getTileMutable().append({begin, end});
     SmallVector<int64_t> shape(resultType.getShape());
@@ -425,7 +435,7 @@ void OutlineKernelsPass::runOnOperation() {
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,
-                         tiling.grain);
+                         tiling.grain, tiling.liveRows);
   }
   for (func::FuncOp function : steps)
     function.erase();

@@ -68,21 +68,21 @@ func.func @rope_positions(%x: tensor<4x8xf32>, %pos: tensor<4xi32>) -> tensor<4x
 
 // -----
 
-// linear with live rows: floor(rows / 4) whole register tiles of 4 token
+// linear with live rows: floor(rows / 2) whole register tiles of 2 token
 // rows, then the rest one token row per tile (the same sums per element).
 // CHECK-LABEL: func.func @live_rows
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<32x16xf32>, %[[W:[^:]+]]: tensor<8x16xf32>, %[[N:[^:]+]]: index)
-// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
 // CHECK: %[[LIVE:.*]] = arith.minui %[[N]], %[[C32]]
-// CHECK: %[[TILES:.*]] = arith.divui %[[LIVE]], %[[C4]]
-// CHECK: %[[TAIL:.*]] = arith.remui %[[LIVE]], %[[C4]]
+// CHECK: %[[TILES:.*]] = arith.divui %[[LIVE]], %[[C2]]
+// CHECK: %[[TAIL:.*]] = arith.remui %[[LIVE]], %[[C2]]
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[TILES]]
 // CHECK-COUNT-16: vector.fma
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[TAIL]]
-// CHECK-COUNT-4: vector.fma
+// CHECK-COUNT-8: vector.fma
 // CHECK-NOT: vector.fma
 // CHECK: return
 func.func @live_rows(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: index) -> tensor<32x8xf32> {

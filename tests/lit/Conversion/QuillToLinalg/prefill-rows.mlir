@@ -1,20 +1,20 @@
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
 
-// T token rows through a linear layer: a register-tiled matmul, 4 tokens x 4
+// T token rows through a linear layer: a register-tiled matmul, 2 tokens x 8
 // weight rows, 16 vector<16xf32> accumulators carried over the width; each
 // weight row is loaded once per token block, not once per token.
 // CHECK-LABEL: func.func @matmul_blocked
-// CHECK: scf.for %{{.*}} = %c0 to %c5 step %c1
-// CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
 // CHECK: %[[ACC:.*]]:16 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
-// CHECK-COUNT-8: vector.transfer_read
+// CHECK-COUNT-10: vector.transfer_read
 // CHECK-COUNT-16: vector.fma
-// CHECK-COUNT-4: vector.from_elements
+// CHECK-COUNT-2: vector.from_elements
 // CHECK-NOT: linalg.generic
 // CHECK: return
-func.func @matmul_blocked(%x: tensor<8x32xf32>, %w: tensor<20x32xf32>) -> tensor<8x20xf32> {
-  %y = quill.linear %x, %w : tensor<8x32xf32>, tensor<20x32xf32> -> tensor<8x20xf32>
-  return %y : tensor<8x20xf32>
+func.func @matmul_blocked(%x: tensor<8x32xf32>, %w: tensor<24x32xf32>) -> tensor<8x24xf32> {
+  %y = quill.linear %x, %w : tensor<8x32xf32>, tensor<24x32xf32> -> tensor<8x24xf32>
+  return %y : tensor<8x24xf32>
 }
 
 // -----
@@ -82,8 +82,8 @@ func.func @state_rows(%rows: tensor<4x8xf32>, %cache: tensor<32x8xf32>, %pos: in
 // CHECK: %[[FIRST:.*]] = arith.muli %[[P]], %c64
 // CHECK: arith.minui
 // CHECK: vector.fma
-// CHECK: %[[OLD:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<4xf32>
-// CHECK: arith.addf %[[OLD]], %{{.*}} : vector<4xf32>
+// CHECK: %[[OLD:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<8xf32>
+// CHECK: arith.addf %[[OLD]], %{{.*}} : vector<8xf32>
 func.func @matmul_panels(%x: tensor<8x2048xf32>, %w: tensor<8x2048xf32>) -> tensor<8x8xf32> {
   %y = quill.linear %x, %w : tensor<8x2048xf32>, tensor<8x2048xf32> -> tensor<8x8xf32>
   return %y : tensor<8x8xf32>
