@@ -55,6 +55,11 @@ static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
     d.work = dispatch.getWork();
     d.grain = dispatch.getGrain();
     d.liveRows = dispatch.getLiveRows();
+    if (std::optional<llvm::ArrayRef<int64_t>> writes = dispatch.getWrites()) {
+      d.writes = 0;
+      for (int64_t index : *writes)
+        d.writes |= uint64_t(1) << index;
+    }
     for (mlir::Attribute attr : dispatch.getBindings()) {
       auto binding = toBinding(mlir::cast<mlir::quill::BindingAttr>(attr));
       if (!binding)

@@ -72,6 +72,7 @@ std::vector<uint8_t> encodeSchedule(const Schedule &s) {
     w.put<int64_t>(d.work);
     w.put<int64_t>(d.grain);
     w.put<uint32_t>(d.liveRows ? 1u : 0u);
+    w.put<uint64_t>(d.writes);
     w.put<uint32_t>(static_cast<uint32_t>(d.bindings.size()));
     for (const Binding &b : d.bindings)
       putBinding(w, b);
@@ -96,7 +97,7 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
   for (uint32_t i = 0; i < kernelCount; ++i)
     s.kernels.push_back(r.getString(4096));
   uint32_t dispatchCount = r.get<uint32_t>();
-  if (!r.ok() || dispatchCount > r.remaining() / 24)
+  if (!r.ok() || dispatchCount > r.remaining() / 36)
     return Status::error("schedule section is truncated or corrupt");
   for (uint32_t i = 0; i < dispatchCount; ++i) {
     Dispatch d;
@@ -107,6 +108,7 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
     if (flags > 1)
       return Status::error("schedule section is truncated or corrupt");
     d.liveRows = flags == 1;
+    d.writes = r.get<uint64_t>();
     uint32_t bindingCount = r.get<uint32_t>();
     if (!r.ok() || bindingCount > r.remaining() / 20)
       return Status::error("schedule section is truncated or corrupt");

@@ -76,6 +76,8 @@ struct Dispatch {
   /// The units are the batch step's token rows: only [0, min(work, live
   /// rows)) runs (the kernel's first scalar is the live row count).
   bool liveRows = false;
+  /// Bit i set: the kernel writes bindings[i] (else it only reads it).
+  uint64_t writes = ~uint64_t(0);
 };
 
 /// The compiled step: what to launch, in order, and how much memory it needs.

@@ -1,10 +1,13 @@
 // Kernel launches on the CPU with oneTBB.
 #include "runtime/device/CpuDevice.h"
 
+#include "runtime/device/KernelWaves.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <chrono>
@@ -89,11 +92,16 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                  prefillInput);
       !s)
     return s;
-  if (prefill)
+  device->stepWaves_ = planWaves(artifact.schedule().dispatches);
+  if (prefill) {
     if (Status s = device->resolve(*prefill, device->prefillLaunches_, device->prefillLogits_,
                                    prefillInput);
         !s)
       return s;
+    device->prefillWaves_ = planWaves(prefill->dispatches);
+  }
+  if (batch)
+    device->batchWaves_ = planWaves(batch->schedule.dispatches);
   device->logits_ = device->stepLogits_;
   return device;
 }
@@ -139,7 +147,27 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
   return Status::ok();
 }
 
-void CpuDevice::run(const Launch *launches, size_t count, int32_t token, int32_t pos) {
+void CpuDevice::run(const std::vector<Launch> &launches, const std::vector<size_t> &waves,
+                    int32_t token, int32_t pos) {
+  const bool concurrent = concurrentKernels_ && !profile_ && arena_.max_concurrency() > 1;
+  for (size_t w = 0; w + 1 < waves.size(); ++w) {
+    size_t first = waves[w], end = waves[w + 1];
+    if (concurrent && end - first > 1) {
+      // Independent kernels (none writes what another reads or writes):
+      // their results are the same in any order, so they run together.
+      arena_.execute([&] {
+        tbb::task_group group;
+        for (size_t i = first; i < end; ++i)
+          group.run([&, i] { launch(launches[i], token, pos); });
+        group.wait();
+      });
+      continue;
+    }
+    runInOrder(&launches[first], end - first, token, pos);
+  }
+}
+
+void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, int32_t pos) {
   for (size_t i = 0; i < count; ++i) {
     if (profile_) {
       auto start = std::chrono::steady_clock::now();
@@ -178,17 +206,17 @@ void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
 
 void CpuDevice::runDispatch(bool prefill, size_t index, int32_t token, int32_t pos) {
   const std::vector<Launch> &launches = prefill ? prefillLaunches_ : launches_;
-  run(&launches[index], 1, token, pos);
+  runInOrder(&launches[index], 1, token, pos);
 }
 
 void CpuDevice::step(int32_t token, int32_t pos) {
-  run(launches_.data(), launches_.size(), token, pos);
+  run(launches_, stepWaves_, token, pos);
   logits_ = stepLogits_;
 }
 
 void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
-  run(prefillLaunches_.data(), prefillLaunches_.size(), /*token=*/0, pos);
+  run(prefillLaunches_, prefillWaves_, /*token=*/0, pos);
   logits_ = prefillLogits_;
 }
 
@@ -243,7 +271,7 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
                 PagedKVCache::kTrashBlock);
   }
   // The kernels' scalar parameters are (live rows, logit rows) here.
-  run(batchLaunches_.data(), batchLaunches_.size(), rows, logitRows);
+  run(batchLaunches_, batchWaves_, rows, logitRows);
 }
 
 void CpuDevice::enableProfiling() { profile_ = std::make_unique<std::map<std::string, KernelTime>>(); }
@@ -275,9 +303,15 @@ std::string CpuDevice::describe() const {
     parallel += launch.parallel;
   return "device: cpu, " + std::to_string(arena_.max_concurrency()) + " thread(s), " +
          std::to_string(s.kernels.size()) + " kernels, " + std::to_string(s.dispatches.size()) +
-         " dispatches per step (" + std::to_string(parallel) + " split across threads), " +
-         (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
+         " dispatches per step (" + std::to_string(parallel) + " split across threads, " +
+         std::to_string(stepWaves_.size() - 1) + " waves of independent ones), " +
+         (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens (" +
+                              std::to_string(prefillLaunches_.size()) + " dispatches in " +
+                              std::to_string(prefillWaves_.size() - 1) + " waves)"
                         : std::string("no prefill step")) +
+         (batchLaunches_.empty() && batchWaves_.empty()
+              ? std::string()
+              : ", batch step: " + std::to_string(batchWaves_.size() - 1) + " waves") +
          ", target " + artifact_.target();
 }
 

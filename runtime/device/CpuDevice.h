@@ -38,6 +38,10 @@ public:
   void batchStep(int32_t rows, int32_t logitRows) override;
   const float *batchLogits() const override { return batchLogits_; }
 
+  /// Whether independent kernels of a step run at the same time (default
+  /// on; off runs them one after another, for A/B comparisons).
+  void setConcurrentKernels(bool on) { concurrentKernels_ = on; }
+
   /// From now on, times every kernel launch (a synchronous clock read
   /// around each): for finding where a step's time goes.
   void enableProfiling();
@@ -68,8 +72,12 @@ private:
   /// `input`: the buffer the schedule's input bindings point into.
   Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits,
                  uint8_t *input);
-  /// Runs `count` launches in order; large ones split across the arena.
-  void run(const Launch *launches, size_t count, int32_t token, int32_t pos);
+  /// Runs a schedule's launches wave by wave (see planWaves): a wave's
+  /// launches at once, each large one split across the arena.
+  void run(const std::vector<Launch> &launches, const std::vector<size_t> &waves, int32_t token,
+           int32_t pos);
+  /// Runs `count` launches one after another.
+  void runInOrder(const Launch *launches, size_t count, int32_t token, int32_t pos);
   void launch(const Launch &launch, int32_t token, int32_t pos);
 
   const Artifact &artifact_;
@@ -82,6 +90,9 @@ private:
   std::unique_ptr<uint8_t, void (*)(void *)> batchInput_;
   PagedKVCache *paged_ = nullptr; ///< Attached by the batch scheduler.
   std::vector<Launch> launches_, prefillLaunches_, batchLaunches_;
+  /// Each schedule's waves of independent launches (first launch of each, then the count).
+  std::vector<size_t> stepWaves_, prefillWaves_, batchWaves_;
+  bool concurrentKernels_ = true;
   const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;

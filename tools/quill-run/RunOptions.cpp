@@ -40,7 +40,9 @@ const char *runUsage() {
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --no-verify           skip checksumming the weights at load\n"
          "  --profile             time every kernel launch; print the time per kernel on\n"
-         "                        stderr at the end\n"
+         "                        stderr at the end (kernels then run one at a time)\n"
+         "  --sequential-kernels  run a step's independent kernels one after another\n"
+         "                        instead of together (for A/B comparisons)\n"
          "  --bench               time prefill and decode, probe the machine's bandwidth\n"
          "                        and FMA peak, print both (with --json: as JSON)\n"
          "  --bench-prompt N      prompt tokens for --bench (default 128)\n"
@@ -259,6 +261,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       beamKnob = arg;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (arg == "--sequential-kernels") {
+      o.sequentialKernels = true;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {

@@ -22,7 +22,8 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   bool verifyWeights = true;
-  bool profile = false;       ///< Time every kernel; report on stderr at exit.
+  bool profile = false;
+  bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every kernel; report on stderr at exit.
   bool bench = false;         ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.
   int32_t benchDecode = 128;  ///< Decode steps timed by --bench.

@@ -67,6 +67,8 @@ int main(int argc, char **argv) {
   } profilePrinter{options.profile ? device->get() : nullptr};
   if (options.profile)
     (*device)->enableProfiling();
+  if (options.sequentialKernels)
+    (*device)->setConcurrentKernels(false);
   if (options.beamSearch || options.samples > 1)
     return runGroup(options, *artifact, *tokenizer, **device, arena);
   if (!options.batchFile.empty())

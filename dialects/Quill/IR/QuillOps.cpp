@@ -387,6 +387,10 @@ LogicalResult DispatchOp::verify() {
     if (binding.getOffset() < 0 || binding.getBytes() <= 0)
       return emitOpError("binding range must be non-negative and non-empty");
   }
+  if (std::optional<ArrayRef<int64_t>> writes = getWrites())
+    for (int64_t index : *writes)
+      if (index < 0 || index >= int64_t(getBindings().size()))
+        return emitOpError("writes binding ") << index << " of " << getBindings().size();
   return success();
 }
 

@@ -514,7 +514,10 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
     ranges `[begin, end)` covering `[0, work)`, each a multiple of `grain`
     long except the last, possibly in parallel. Results do not depend on how
     the range is split. With `live_rows` (batch step) the units are token
-    rows and only the live ones run: `[0, min(work, rows))`.
+    rows and only the live ones run: `[0, min(work, rows))`. `writes` lists
+    the bindings the kernel writes (the others it only reads; without it,
+    every binding counts as written): the runtime runs consecutive
+    dispatches that do not touch each other's writes concurrently.
 
     ```mlir
     quill.dispatch @linear_64x64([#quill.binding<"scratch", 0, 256>, ...]) work(64, 8)
@@ -522,9 +525,10 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel,
                        TypedArrayAttrBase<Quill_BindingAttr, "bindings">:$bindings,
-                       I64Attr:$work, I64Attr:$grain, UnitAttr:$live_rows);
+                       I64Attr:$work, I64Attr:$grain, UnitAttr:$live_rows,
+                       OptionalAttr<DenseI64ArrayAttr>:$writes);
   let assemblyFormat = [{
-    $kernel `(` $bindings `)` `work` `(` $work `,` $grain `)` attr-dict
+    $kernel `(` $bindings `)` `work` `(` $work `,` $grain `)` (`writes` $writes^)? attr-dict
   }];
   let hasVerifier = 1;
 }

@@ -399,7 +399,8 @@ void OutlineKernelsPass::runOnOperation() {
   SymbolTable symbols(module);
   llvm::StringMap<std::string> kernelsByKey;
   for (auto [function, scratch, stepInputs] : llvm::zip(steps, scratchBytes, inputs)) {
-    SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling>> launches;
+    SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling, SmallVector<int64_t>>>
+        launches;
     BindingAttr logits;
     for (Operation &op : function.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -414,13 +415,28 @@ void OutlineKernelsPass::runOnOperation() {
         func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), function, tiling);
         kernelName = symbols.insert(kernel).str(); // Renamed if taken.
       }
+      // The bindings, and which of them the kernel writes: its result, or
+      // the caches it updates in place.
       SmallVector<Attribute> bindings;
+      SmallVector<int64_t> writes;
+      Value keys, values;
+      if (auto write = dyn_cast<KVWriteOp>(op))
+        keys = write.getCache();
+      if (auto write = dyn_cast<PagedKVWriteOp>(op))
+        keys = write.getCache();
+      if (auto project = dyn_cast<ProjectQKVOp>(op))
+        keys = project.getKeys(), values = project.getValues();
       for (Value operand : op.getOperands())
-        if (isa<RankedTensorType>(operand.getType()))
+        if (isa<RankedTensorType>(operand.getType())) {
+          if (operand == keys || operand == values)
+            writes.push_back(bindings.size());
           bindings.push_back(plan.bindings.lookup(operand));
-      if (!isa<KVWriteOp, PagedKVWriteOp>(op))
+        }
+      if (!isa<KVWriteOp, PagedKVWriteOp>(op)) {
+        writes.push_back(bindings.size());
         bindings.push_back(plan.bindings.lookup(op.getResult(0)));
-      launches.emplace_back(kernelName, bindings, tiling);
+      }
+      launches.emplace_back(kernelName, bindings, tiling, writes);
     }
     if (!logits) {
       function.emitError("quill-outline-kernels: @") << function.getName() << " returns no logits";
@@ -433,9 +449,9 @@ void OutlineKernelsPass::runOnOperation() {
         plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
         stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
-    for (auto &[kernel, bindings, tiling] : launches)
+    for (auto &[kernel, bindings, tiling, writes] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,
-                         tiling.grain, tiling.liveRows);
+                         tiling.grain, tiling.liveRows, b.getDenseI64ArrayAttr(writes));
   }
   for (func::FuncOp function : steps)
     function.erase();

@@ -3,15 +3,16 @@
 // The batch step: its tokens, positions and block tables go one after the
 // other into the input buffer (listed as the schedule's inputs); the paged
 // caches bind sections of the runtime's pool (2 * layer + kind, one block's
-// bytes); the paged write updates the pool in place (no result binding);
-// paged attention is split over token rows; the index arguments (rows,
+// bytes); the paged write updates the pool in place (no result binding;
+// `writes` names the pool binding); paged attention is split over the live
+// token rows; the index arguments (rows,
 // logit rows) become the kernels' two scalar parameters.
 // CHECK: quill.schedule "batch"
 // CHECK-SAME: inputs = [#quill.binding<"input", 0, 16>, #quill.binding<"input", 64, 16>, #quill.binding<"input", 128, 32>]
 // CHECK: quill.dispatch @embeddings_16x8_4([#quill.binding<"weights", 0, 512>, #quill.binding<"input", 0, 16>, #quill.binding<"scratch", 0, 128>])
-// CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 0, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1)
-// CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 1, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1)
-// CHECK: quill.dispatch @paged_attention_{{.*}} work(4, 1)
+// CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 0, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1) writes [1]
+// CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 1, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1) writes [1]
+// CHECK: quill.dispatch @paged_attention_{{.*}} work(4, 1) writes [5] {live_rows}
 // CHECK: quill.dispatch @logits_4x8_16x8
 // CHECK: func.func @paged_kv_write_4x8_64x4x8_4x2_4(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<64x4x8xf32>, %{{.*}}: memref<4x2xi32>, %{{.*}}: memref<4xi32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index)
 // CHECK: func.func @paged_attention_{{.*}}(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<64x4x8xf32>, %{{.*}}: memref<64x4x8xf32>, %{{.*}}: memref<4x2xi32>, %{{.*}}: memref<4xi32>, %{{.*}}: memref<4x8xf32>
