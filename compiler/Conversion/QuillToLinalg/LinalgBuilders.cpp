@@ -73,8 +73,19 @@ Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
   return attentionContraction(b, loc, probs, values, init, /*reduceOverD=*/false);
 }
 
-Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, int64_t group,
-                    OpFoldResult units, int64_t headDim) {
+Value scaleQuery(OpBuilder &b, Location loc, Value query, int64_t kvHeads, int64_t group,
+                 OpFoldResult units, int64_t headDim) {
+  Value scale = f32Constant(b, loc, 1.0f / std::sqrt(float(headDim)));
+  Value init = scratchSlice(b, loc, {kvHeads, group, headDim},
+                            {units, b.getIndexAttr(group), b.getIndexAttr(headDim)}, std::nullopt);
+  return buildElementwise(b, loc, ValueRange{query}, init,
+                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            return arith::MulFOp::create(nb, l, args[0], scale);
+                          });
+}
+
+std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores,
+                                          int64_t kvHeads, int64_t group, OpFoldResult units) {
   MLIRContext *ctx = b.getContext();
   AffineExpr k, g, t;
   bindDims(ctx, k, g, t);
@@ -82,11 +93,6 @@ Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, i
   SmallVector<utils::IteratorType> parallel(3, utils::IteratorType::parallel);
   SmallVector<utils::IteratorType> reduceLast = {
       utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction};
-  Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
-  scores = buildElementwise(b, loc, ValueRange{}, scores,
-                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                              return arith::DivFOp::create(nb, l, args[0], root);
-                            });
   auto rowReduce = [&](Value input, float init, bool isMax) {
     Value acc = scratchSlice(b, loc, {kvHeads, group}, {units, b.getIndexAttr(group)}, init);
     return buildGeneric(b, loc, ValueRange{input}, acc, {map3({k, g, t}), map3({k, g})},
@@ -96,21 +102,25 @@ Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, i
                           return arith::AddFOp::create(nb, l, args[1], args[0]);
                         });
   };
-  auto rowBroadcast = [&](Value input, Value row,
-                          function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
-    return buildGeneric(b, loc, ValueRange{row}, input, {map3({k, g}), map3({k, g, t})},
-                        parallel, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                          return fn(nb, l, args[1], args[0]);
-                        });
-  };
   Value max = rowReduce(scores, -std::numeric_limits<float>::infinity(), true);
-  Value exps = rowBroadcast(scores, max, [](OpBuilder &nb, Location l, Value s, Value m) {
-    return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, s, m)).getResult();
-  });
-  Value sum = rowReduce(exps, 0.0f, false);
-  return rowBroadcast(exps, sum, [](OpBuilder &nb, Location l, Value e, Value s) {
-    return arith::DivFOp::create(nb, l, e, s).getResult();
-  });
+  Value exps = buildGeneric(b, loc, ValueRange{max}, scores, {map3({k, g}), map3({k, g, t})},
+                            parallel, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                              Value shifted = arith::SubFOp::create(nb, l, args[1], args[0]);
+                              return math::ExpOp::create(nb, l, shifted).getResult();
+                            });
+  return {exps, rowReduce(exps, 0.0f, false)};
+}
+
+Value divideRows(OpBuilder &b, Location loc, Value out, Value sums) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr k, g, d;
+  bindDims(ctx, k, g, d);
+  SmallVector<utils::IteratorType> parallel(3, utils::IteratorType::parallel);
+  return buildGeneric(b, loc, ValueRange{sums}, out,
+                      {AffineMap::get(3, 0, {k, g}, ctx), AffineMap::get(3, 0, {k, g, d}, ctx)},
+                      parallel, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        return arith::DivFOp::create(nb, l, args[1], args[0]);
+                      });
 }
 
 Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <functional>
+#include <utility>
 
 namespace mlir::quill {
 
@@ -62,12 +63,20 @@ Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value
 /// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d]. The loops run
 /// (k, g, t, d): the innermost along contiguous rows of V and of the output.
 Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
-/// Attention probabilities from raw scores [kv heads, group, positions]
-/// (the leading `units` kv heads of a scratch of `kvHeads`): scaled by
-/// 1/sqrt(head_dim), then a softmax over positions (max, exp(s - max), sum,
-/// divide), in place.
-Value scaledSoftmax(OpBuilder &b, Location loc, Value scores, int64_t kvHeads, int64_t group,
-                    OpFoldResult units, int64_t headDim);
+/// The query heads [kv head, group, d] times 1/sqrt(head_dim): scores of
+/// the scaled query are the scaled scores, for a pass over head_dim
+/// elements instead of one over every position.
+Value scaleQuery(OpBuilder &b, Location loc, Value query, int64_t kvHeads, int64_t group,
+                 OpFoldResult units, int64_t headDim);
+/// The softmax of scores [kv head, group, positions] (the leading `units`
+/// kv heads of a scratch of `kvHeads`) before normalization: exp(s - max)
+/// in place, and each row's sum. Attention divides its weighted sum by the
+/// sums at the end (divideRows): head_dim divisions per row instead of one
+/// per position.
+std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores,
+                                          int64_t kvHeads, int64_t group, OpFoldResult units);
+/// out[k, g, d] / sums[k, g], in place.
+Value divideRows(OpBuilder &b, Location loc, Value out, Value sums);
 /// A constant f32.
 Value f32Constant(OpBuilder &b, Location loc, float value);
 

@@ -105,11 +105,12 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     // probability-weighted sum of V rows.
     Value scores = scratchSlice(b, loc, {kvHeads, group, context},
                                 {units, index(group), positions}, 0.0f);
+    query = scaleQuery(b, loc, query, kvHeads, group, units, headDim);
     scores = attentionScores(b, loc, query, keys, scores);
-    Value probs = scaledSoftmax(b, loc, scores, kvHeads, group, units, headDim);
+    auto [exps, sums] = softmaxNumerators(b, loc, scores, kvHeads, group, units); // Unnormalized.
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
                              {units, index(group), index(headDim)}, 0.0f);
-    out = attentionWeightedSum(b, loc, probs, values, out);
+    out = divideRows(b, loc, attentionWeightedSum(b, loc, exps, values, out), sums);
     return tensor::CollapseShapeOp::create(b, loc, out,
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }

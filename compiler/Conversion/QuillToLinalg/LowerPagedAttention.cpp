@@ -80,6 +80,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     Value query = tensor::ExpandShapeOp::create(
         b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32), row,
         SmallVector<ReassociationIndices>{{0, 1, 2}});
+    query = scaleQuery(b, loc, query, kvHeads, group, index(kvHeads), headDim);
 
     // Block j of the sequence: positions [j * blockSize, + len), the cache
     // rows [len, kv head, d] of physical block tables[t, j].
@@ -133,8 +134,9 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
                                                      unitStrides);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
-    Value probs =
-        scaledSoftmax(b, loc, scoreLoop.getResult(0), kvHeads, group, index(kvHeads), headDim);
+    std::pair<Value, Value> numerators =
+        softmaxNumerators(b, loc, scoreLoop.getResult(0), kvHeads, group, index(kvHeads));
+    Value probs = numerators.first, sums = numerators.second;
 
     // out[k, g, d] accumulated block by block, in position order.
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
@@ -149,7 +151,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
                                             blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
-    return tensor::CollapseShapeOp::create(b, loc, sumLoop.getResult(0),
+    return tensor::CollapseShapeOp::create(b, loc, divideRows(b, loc, sumLoop.getResult(0), sums),
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }
 };

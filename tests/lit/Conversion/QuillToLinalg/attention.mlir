@@ -1,10 +1,13 @@
-// quill-lower-to-linalg on quill.attention: scores, scaling, softmax and the
-// weighted sum of values as linalg.generic ops over [kv head, group, ...].
+// quill-lower-to-linalg on quill.attention: the scaled query's scores,
+// softmax numerators, the weighted sum of values and a final division by the
+// sums, as linalg.generic ops over [kv head, group, ...].
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --enable-var-scope
 
 // Untiled, 4 query heads over 2 kv heads of head_dim 2: q is viewed as
-// [kv head, group, d], the caches as [position, kv head, d] cut to pos + 1
-// positions; the two dot-product reductions carry reassoc/contract.
+// [kv head, group, d] and scaled by 1/sqrt(2) once, the caches as
+// [position, kv head, d] cut to pos + 1 positions; the two dot-product
+// reductions carry reassoc/contract; the weighted sum is divided by the
+// softmax sums at the end (head_dim divisions per head, not one per position).
 // CHECK-DAG: #[[$Q:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[$K:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>
 // CHECK-DAG: #[[$S:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
@@ -13,7 +16,7 @@
 // CHECK-LABEL: func.func @attention
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<8xf32>, %[[KC:[^:]+]]: tensor<32x4xf32>, %[[VC:[^:]+]]: tensor<32x4xf32>, %[[POS:[^:]+]]: index)
 // CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK-DAG: %[[ROOT:.*]] = arith.constant 1.41421354 : f32
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant 0.707106769 : f32
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK: %[[N:.*]] = arith.addi %[[POS]], %[[ONE]] : index
@@ -25,18 +28,18 @@
 // CHECK: %[[SE:.*]] = bufferization.alloc_tensor() : tensor<2x2x32xf32>
 // CHECK: %[[SES:.*]] = tensor.extract_slice %[[SE]][0, 0, 0] [2, 2, %[[N]]] [1, 1, 1] : tensor<2x2x32xf32> to tensor<2x2x?xf32>
 // CHECK: %[[S0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[SES]] : tensor<2x2x?xf32>)
+// CHECK: %[[QSCALED:.*]] = linalg.generic {indexing_maps = [#[[$ID3]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[Q3]] : tensor<2x2x2xf32>)
+// CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK: %[[SCORES:.*]] = linalg.generic {indexing_maps = [#[[$Q]], #[[$K]], #[[$S]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-// CHECK-SAME: ins(%[[Q3]], %[[KS]] : tensor<2x2x2xf32>, tensor<?x2x2xf32>) outs(%[[S0]] : tensor<2x2x?xf32>)
+// CHECK-SAME: ins(%[[QSCALED]], %[[KS]] : tensor<2x2x2xf32>, tensor<?x2x2xf32>) outs(%[[S0]] : tensor<2x2x?xf32>)
 // CHECK: arith.mulf {{.*}} fastmath<reassoc,contract>
 // CHECK: arith.addf {{.*}} fastmath<reassoc,contract>
-// CHECK: %[[SCALED:.*]] = linalg.generic {indexing_maps = [#[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} outs(%[[SCORES]] : tensor<2x2x?xf32>)
-// CHECK: arith.divf %{{.*}}, %[[ROOT]] : f32
 // CHECK: %[[M0:.*]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<2x2xf32>)
 // CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[$ID3]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]}
-// CHECK-SAME: ins(%[[SCALED]] : tensor<2x2x?xf32>) outs(%[[M0]] : tensor<2x2xf32>)
+// CHECK-SAME: ins(%[[SCORES]] : tensor<2x2x?xf32>) outs(%[[M0]] : tensor<2x2xf32>)
 // CHECK: arith.maximumf
 // CHECK: %[[EXPS:.*]] = linalg.generic {indexing_maps = [#[[$ROW]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]}
-// CHECK-SAME: ins(%[[MAX]] : tensor<2x2xf32>) outs(%[[SCALED]] : tensor<2x2x?xf32>)
+// CHECK-SAME: ins(%[[MAX]] : tensor<2x2xf32>) outs(%[[SCORES]] : tensor<2x2x?xf32>)
 // CHECK-NEXT: ^bb0(%[[MV:[^:]+]]: f32, %[[SV:[^:]+]]: f32):
 // CHECK-NEXT: %[[D:.*]] = arith.subf %[[SV]], %[[MV]] : f32
 // CHECK-NEXT: math.exp %[[D]] : f32
@@ -44,17 +47,17 @@
 // CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[$ID3]], #[[$ROW]]], iterator_types = ["parallel", "parallel", "reduction"]}
 // CHECK-SAME: ins(%[[EXPS]] : tensor<2x2x?xf32>) outs(%[[Z0]] : tensor<2x2xf32>)
 // CHECK: arith.addf
-// CHECK: %[[PROBS:.*]] = linalg.generic {indexing_maps = [#[[$ROW]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]}
-// CHECK-SAME: ins(%[[SUM]] : tensor<2x2xf32>) outs(%[[EXPS]] : tensor<2x2x?xf32>)
-// CHECK-NEXT: ^bb0(%[[SUMV:[^:]+]]: f32, %[[EV:[^:]+]]: f32):
-// CHECK-NEXT: arith.divf %[[EV]], %[[SUMV]] : f32
 // CHECK: %[[OE:.*]] = bufferization.alloc_tensor() : tensor<2x2x2xf32>
 // CHECK: %[[O0:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[OE]] : tensor<2x2x2xf32>)
 // The weighted sum loops (k, g, t, d): d innermost, along rows of V.
-// CHECK: %[[OUT:.*]] = linalg.generic {indexing_maps = [#[[$S]], #[[$K]], #[[$Q]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
-// CHECK-SAME: ins(%[[PROBS]], %[[VS]] : tensor<2x2x?xf32>, tensor<?x2x2xf32>) outs(%[[O0]] : tensor<2x2x2xf32>)
+// CHECK: %[[WSUM:.*]] = linalg.generic {indexing_maps = [#[[$S]], #[[$K]], #[[$Q]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%[[EXPS]], %[[VS]] : tensor<2x2x?xf32>, tensor<?x2x2xf32>) outs(%[[O0]] : tensor<2x2x2xf32>)
 // CHECK: arith.mulf {{.*}} fastmath<reassoc,contract>
 // CHECK: arith.addf {{.*}} fastmath<reassoc,contract>
+// CHECK: %[[OUT:.*]] = linalg.generic {indexing_maps = [#[[$ROW]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-SAME: ins(%[[SUM]] : tensor<2x2xf32>) outs(%[[WSUM]] : tensor<2x2x2xf32>)
+// CHECK-NEXT: ^bb0(%[[SUMV:[^:]+]]: f32, %[[WV:[^:]+]]: f32):
+// CHECK-NEXT: arith.divf %[[WV]], %[[SUMV]] : f32
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[OUT]] {{\[}}[0, 1, 2]] : tensor<2x2x2xf32> into tensor<8xf32>
 // CHECK-NOT: quill.attention
 // CHECK: return %[[FLAT]]
@@ -78,9 +81,11 @@ func.func @attention(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf3
 // CHECK: %[[KS:.*]] = tensor.extract_slice %[[K3]][0, %[[B]], 0] [%[[N]], %[[U]], 2] [1, 1, 1] : tensor<32x2x2xf32> to tensor<?x?x2xf32>
 // CHECK: %[[V3:.*]] = tensor.expand_shape %[[VC]]
 // CHECK: %[[VS:.*]] = tensor.extract_slice %[[V3]][0, %[[B]], 0] [%[[N]], %[[U]], 2] [1, 1, 1] : tensor<32x2x2xf32> to tensor<?x?x2xf32>
+// CHECK: %[[QSC:.*]] = linalg.generic {{.*}} ins(%[[QS]] : tensor<?x2x2xf32>)
 // CHECK: linalg.generic
-// CHECK-SAME: ins(%[[QS]], %[[KS]] : tensor<?x2x2xf32>, tensor<?x?x2xf32>)
-// CHECK: %[[OUT:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[VS]] : tensor<?x2x?xf32>, tensor<?x?x2xf32>) outs(%{{.*}} : tensor<?x2x2xf32>)
+// CHECK-SAME: ins(%[[QSC]], %[[KS]] : tensor<?x2x2xf32>, tensor<?x?x2xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[VS]] : tensor<?x2x?xf32>, tensor<?x?x2xf32>) outs(%{{.*}} : tensor<?x2x2xf32>)
+// CHECK: %[[OUT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x2x2xf32>)
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[OUT]] {{\[}}[0, 1, 2]] : tensor<?x2x2xf32> into tensor<?xf32>
 // CHECK: return %[[FLAT]] : tensor<?xf32>
 func.func @attention_tiled(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index,
