@@ -65,11 +65,12 @@ Value attentionContraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Val
 }
 } // namespace
 
-Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value init) {
+Value attentionScoresGeneric(OpBuilder &b, Location loc, Value query, Value keys, Value init) {
   return attentionContraction(b, loc, query, keys, init, /*reduceOverD=*/true);
 }
 
-Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init) {
+Value attentionWeightedSumGeneric(OpBuilder &b, Location loc, Value probs, Value values,
+                                  Value init) {
   return attentionContraction(b, loc, probs, values, init, /*reduceOverD=*/false);
 }
 

@@ -57,12 +57,21 @@ Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps);
 /// `values` ([..., n]) times the per-row `scales` ([...]).
 Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales);
 
-/// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t]: attention scores
-/// of query heads [kv head, group, d] over keys [position, kv head, d].
+/// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t] (zero-filled):
+/// attention scores of query heads [kv head, group, d] over keys
+/// [position, kv head, d]. Small heads take a vector microkernel
+/// (AttentionScores.cpp), others a linalg.generic.
 Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
-/// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d]. The loops run
-/// (k, g, t, d): the innermost along contiguous rows of V and of the output.
+/// The linalg.generic form of attentionScores, whatever the head size.
+Value attentionScoresGeneric(OpBuilder &b, Location loc, Value query, Value keys, Value init);
+/// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d]. Small heads
+/// take a vector microkernel with the sums in registers
+/// (AttentionScores.cpp); others a linalg.generic whose loops run
+/// (k, g, t, d): the innermost along contiguous rows of V and the output.
 Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
+/// The linalg.generic form of attentionWeightedSum.
+Value attentionWeightedSumGeneric(OpBuilder &b, Location loc, Value probs, Value values,
+                                  Value init);
 /// The query heads [kv head, group, d] times 1/sqrt(head_dim): scores of
 /// the scaled query are the scaled scores, for a pass over head_dim
 /// elements instead of one over every position.

@@ -94,3 +94,29 @@ func.func @attention_tiled(%q: tensor<8xf32>, %k: tensor<32x4xf32>, %v: tensor<3
       : tensor<8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?xf32>
   return %o : tensor<?xf32>
 }
+
+// -----
+
+// Heads of 8 elements take the vector microkernels: per kv head, key tiles of
+// 8 positions x 8 elements read as one vector and transposed (each query
+// head's 8 scores are 8 FMAs of broadcast query elements, written masked past
+// the last position), and the weighted sum carries one vector<8> per query
+// head through the loop over positions.
+// CHECK-LABEL: func.func @attention_small_heads
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [false, true], permutation_map = #{{.*}}} : tensor<?x2x8xf32>, vector<8x8xf32>
+// CHECK: vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
+// CHECK-COUNT-16: vector.fma
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[K]], %{{.*}}, %{{.*}}] : vector<8xf32>, tensor<2x2x?xf32>
+// CHECK: math.exp
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2: vector.fma
+// CHECK-NOT: linalg.generic {{.*}}"reduction", "parallel"]
+// CHECK: return
+func.func @attention_small_heads(%q: tensor<32xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>,
+                                 %pos: index) -> tensor<32xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<32xf32>, tensor<32x16xf32>, tensor<32x16xf32> -> tensor<32xf32>
+  return %o : tensor<32xf32>
+}
