@@ -61,12 +61,12 @@ int32_t BatchScheduler::Run::futureBlocks(const Sequence &q) const {
   const int32_t blockSize = layout_.blockSize;
   const std::vector<int32_t> &table = cache.blockTable(q.kv);
   int32_t length = cache.length(q.kv);
-  if (q.group->width > 1 && !q.group->forked) {
-    // Every sequence of the group may fill its own blocks from the last
-    // whole block of the prompt on (the partial one copied on write).
-    int32_t own = std::max(0, ceilDiv(q.maxPositions, blockSize) - length / blockSize);
-    return std::max(0, ceilDiv(q.maxPositions, blockSize) - int32_t(table.size())) +
-           (q.group->width - 1) * own + (length % blockSize != 0 ? 1 : 0);
+  if (q.group->width > 1 && (!q.group->forked || q.group->beams)) {
+    // Every sequence the group may have (a beam search's count goes down
+    // and up again) may fill its own blocks from the last whole block it
+    // holds on, the partial one copied on write. Counted once per group
+    // (see fits()).
+    return q.group->width * std::max(0, ceilDiv(q.maxPositions, blockSize) - length / blockSize);
   }
   int32_t blocks = std::max(0, ceilDiv(q.maxPositions, blockSize) - int32_t(table.size()));
   if (length % blockSize != 0 && length < q.maxPositions && cache.refCount(table.back()) > 1)
@@ -76,9 +76,32 @@ int32_t BatchScheduler::Run::futureBlocks(const Sequence &q) const {
 
 bool BatchScheduler::Run::fits(const Sequence &q) const {
   int64_t committed = s_.cache_.usedBlocks() + futureBlocks(q);
-  for (const auto &other : live_)
+  std::vector<const Group *> counted; // Groups reserved for as a whole, once.
+  for (const auto &other : live_) {
+    const Group *group = other->group.get();
+    bool whole = group->width > 1 && (!group->forked || group->beams);
+    if (whole && std::find(counted.begin(), counted.end(), group) != counted.end())
+      continue;
+    if (whole)
+      counted.push_back(group);
     committed += futureBlocks(*other);
+  }
   return committed <= s_.cache_.totalBlocks();
+}
+
+int32_t BatchScheduler::Run::slotsInUse() const {
+  // A beam search may have up to `width` sequences at any step; n samples
+  // have `width` until they fork, then as many as are still running.
+  int32_t slots = 0;
+  std::vector<const Group *> counted;
+  for (const auto &q : live_) {
+    const Group *group = q->group.get();
+    if (std::find(counted.begin(), counted.end(), group) != counted.end())
+      continue;
+    counted.push_back(group);
+    slots += group->beams || !group->forked ? group->width : group->live;
+  }
+  return slots;
 }
 
 void BatchScheduler::Run::admit() {
@@ -95,7 +118,7 @@ void BatchScheduler::Run::admit() {
       waiting_.pop_front();
       continue;
     }
-    if (int32_t(live_.size()) + width > maxSequences_)
+    if (slotsInUse() + width > maxSequences_)
       return;
     const std::vector<int32_t> &prompt = prompts_[index];
     const int32_t promptLength = static_cast<int32_t>(prompt.size());
@@ -263,7 +286,13 @@ void BatchScheduler::Run::stepBeams(Group &group,
   BeamSearch &search = *group.beams;
   group.forked = true;
   const GenerationRequest &request = requests_[group.index];
-  // Rows by beam: a sequence's member is its beam in the search.
+  // Rows by beam: a sequence's member is its beam in the search. Admission
+  // keeps a slot for every beam, so all of them have their row each step.
+  if (int32_t(rows.size()) != search.liveBeams()) {
+    std::fprintf(stderr, "quill: internal error: %zu rows for %d beams\n", rows.size(),
+                 search.liveBeams());
+    std::abort();
+  }
   std::vector<std::pair<Sequence *, const float *>> byBeam(rows);
   std::sort(byBeam.begin(), byBeam.end(),
             [](const auto &a, const auto &b) { return a.first->member < b.first->member; });
@@ -275,7 +304,11 @@ void BatchScheduler::Run::stepBeams(Group &group,
     logSoftmax(processed.data(), vocab, logprobs[b].data());
     rowPointers.push_back(logprobs[b].data());
   }
-  std::vector<BeamChoice> choices = search.step(rowPointers, vocab);
+  std::vector<BeamChoice> choices;
+  if (request.maxNewTokens > 0)
+    choices = search.step(rowPointers, vocab);
+  else
+    search.finish(); // No token to generate: the prompt alone.
   bool atEnd = search.length() >= request.maxNewTokens ||
                s_.cache_.length(byBeam.front().first->kv) >= s_.config_.seqLen;
   if (!search.done() && atEnd)
@@ -330,15 +363,17 @@ void BatchScheduler::Run::completeGroup(Group &group) {
     for (const BeamHypothesis &h : found) {
       GenerationResult r;
       r.promptTokens = prompts_[group.index];
+      // Replayed through the output rules: text, and a stop string cuts
+      // the hypothesis (the search itself ranks whole hypotheses).
       SequenceOutput output(s_.tokenizer_, s_.config_, request, r);
       bool going = true;
       for (size_t t = 0; t < h.tokens.size() && going; ++t)
         going = output.accept(h.tokens[t], nullptr);
       output.finish();
-      r.tokens = h.tokens;
-      r.stop = h.ended ? StopReason::Eos
-               : int32_t(h.tokens.size()) >= request.maxNewTokens ? StopReason::Length
-                                                                  : StopReason::Context;
+      if (r.stop != StopReason::StopString)
+        r.stop = h.ended ? StopReason::Eos
+                 : int32_t(h.tokens.size()) >= request.maxNewTokens ? StopReason::Length
+                                                                    : StopReason::Context;
       r.logprob = h.logprob;
       r.score = h.score;
       if (!group.results.empty()) {
@@ -380,12 +415,17 @@ void BatchScheduler::Run::retire(const std::vector<Sequence *> &ended) {
       group.results[0].prefillSeconds = secondsBetween(q->admitted, q->firstToken);
       group.results[0].decodeSeconds = secondsBetween(q->firstToken, now);
     }
-    // Keep the prefix a waiting prompt shares with this one.
-    if (s_.options_.sharePrefixes) {
+    // Keep the prefix a waiting prompt shares with this one: whole blocks
+    // only (a held partial block would make its other owners copy it), and
+    // not from a beam search still running (its reservation counts on the
+    // blocks of the beams it drops).
+    bool searching = group.beams && !group.beams->done();
+    if (s_.options_.sharePrefixes && !searching) {
       int32_t length = std::min(cache.length(q->kv), q->promptLength), best = 0;
       for (size_t index : waiting_)
         best = std::max(best, std::min(commonPrefix(prompts_[index], q->tokens, length),
                                        int32_t(prompts_[index].size()) - 1));
+      best = best / layout_.blockSize * layout_.blockSize;
       bool held = std::any_of(holders_.begin(), holders_.end(), [&](const PrefixHolder &h) {
         return int32_t(h.tokens.size()) >= best &&
                commonPrefix(h.tokens, q->tokens, best) == best;
@@ -549,9 +589,9 @@ void BatchScheduler::Run::step() {
     stepBeams(*group, groupRows, born, ended);
   for (auto &q : born)
     live_.push_back(std::move(q));
-  stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
   stats_.peakKVBytes = std::max(stats_.peakKVBytes, cache.bytesInUse());
   retire(ended);
+  stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
 }
 
 std::vector<ErrorOr<GenerationResult>> BatchScheduler::Run::execute() {
@@ -561,6 +601,12 @@ std::vector<ErrorOr<GenerationResult>> BatchScheduler::Run::execute() {
     const GenerationRequest &request = requests_[i];
     if (request.maxNewTokens < 0) {
       fail(i, "request " + std::to_string(i) + ": the number of new tokens must not be negative");
+      continue;
+    }
+    int32_t width = request.beamSearch ? request.beamSearch->beams : request.samples;
+    if (width < 1 || width > kMaxBeams || (request.beamSearch && request.samples != 1)) {
+      fail(i, "request " + std::to_string(i) + ": samples and beams must be 1 to " +
+                  std::to_string(kMaxBeams) + ", and not both");
       continue;
     }
     prompts_[i] = request.promptTokens.empty()

@@ -85,6 +85,9 @@ private:
   int32_t futureBlocks(const Sequence &q) const;
   /// Whether the cache can take `q` on top of everything in flight.
   bool fits(const Sequence &q) const;
+  /// Sequences the groups in flight may have at once (at most maxSequences_,
+  /// so every decoding sequence gets a row each step).
+  int32_t slotsInUse() const;
   void admit();
   /// Frees holders no waiting prompt can use (all of them with `all`).
   void releaseHolders(bool all);

@@ -84,6 +84,59 @@ TEST(BeamSearchRun, OneBeamEqualsGreedySearch) {
   }
 }
 
+TEST(BeamSearchRun, BeamsNextToOtherRequestsInATightBatch) {
+  // Three beams and two plain requests with room for four sequences at once:
+  // the beams wait for their slots, and everyone gets its solo result. Also
+  // -n 0 with beams, and a stop string cutting a beam's text.
+  std::string artifact = storiesArtifact("beam-mixed");
+  if (artifact.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  Loaded l = loadWithTokenizer(artifact, 2);
+  ASSERT_TRUE(l.artifact.device && l.tokenizer);
+  const ModelConfig &config = l.artifact.artifact->config();
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  GenerationRequest beam{"Once upon a time", 30, {}};
+  beam.beamSearch = BeamSearchOptions{};
+  beam.beamSearch->beams = 3;
+  beam.beamSearch->numReturn = 3;
+  std::vector<GenerationRequest> requests = {beam, {"The dog", 30, {}}, {"Lily", 30, {}}, beam};
+  requests[3].maxNewTokens = 0;
+  std::vector<GenerationResult> alone;
+  for (const GenerationRequest &r : requests) {
+    auto result = runOne(l, r, greedy);
+    ASSERT_TRUE(result.isOk()) << result.message();
+    alone.push_back(*result);
+  }
+  EXPECT_TRUE(alone[3].tokens.empty());
+  auto cache = createPagedCache(*l.artifact.device, config, 0, 4);
+  ASSERT_TRUE(cache.isOk());
+  BatchOptions options;
+  options.maxSequences = 4;
+  BatchScheduler scheduler(*l.artifact.device, **cache, *l.tokenizer, config,
+                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, nullptr); },
+                           options);
+  BatchStats stats;
+  auto results = scheduler.run(requests, &stats);
+  ASSERT_EQ(results.size(), requests.size());
+  EXPECT_LE(stats.peakSequences, 4);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_TRUE(results[i].isOk()) << results[i].message();
+    EXPECT_EQ(results[i]->tokens, alone[i].tokens) << "request " << i;
+    ASSERT_EQ(results[i]->sequences.size(), alone[i].sequences.size());
+    for (size_t k = 0; k < alone[i].sequences.size(); ++k)
+      EXPECT_EQ(results[i]->sequences[k].tokens, alone[i].sequences[k].tokens);
+  }
+  // A stop string cuts the beams' text and says so.
+  GenerationRequest stopped = beam;
+  stopped.stopStrings = {"girl"};
+  auto cut = runOne(l, stopped, greedy);
+  ASSERT_TRUE(cut.isOk()) << cut.message();
+  EXPECT_EQ(cut->stop, StopReason::StopString) << cut->text;
+  EXPECT_EQ(cut->text.find("girl"), std::string::npos);
+  EXPECT_LT(cut->tokens.size(), alone[0].tokens.size());
+}
+
 TEST(BeamSearchRun, EveryTokenBannedIsAnErrorNotAnEmptyResult) {
   std::string artifact = storiesArtifact("beam-banned");
   if (artifact.empty())
