@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+#include <vector>
 
 namespace quill {
 namespace {
@@ -32,10 +33,21 @@ Schedule tinySchedule() {
   return s;
 }
 
+/// Files the tests wrote, removed when the test program exits.
+struct WrittenFiles {
+  std::vector<std::string> paths;
+  ~WrittenFiles() {
+    for (const std::string &path : paths)
+      std::remove(path.c_str());
+  }
+};
+WrittenFiles written;
+
 std::string writeArtifact(const Schedule &schedule, const ModelConfig &config) {
   static int counter = 0;
   std::string path = testing::TempDir() + "/quill-format-" + std::to_string(getpid()) + "-" +
                      std::to_string(counter++) + ".qm";
+  written.paths.push_back(path);
   ArtifactBuilder builder;
   builder.addSection(SectionKind::Config, encodeConfig(config));
   builder.addSection(SectionKind::Tokenizer, std::vector<uint8_t>(16, 1));
@@ -163,6 +175,40 @@ TEST(ArtifactFormat, ProducedSectionOfTheWrongSizeFailsTheWrite) {
   Status s = builder.write(path);
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("produced 40 bytes, expected 100"), std::string::npos);
+}
+
+TEST(ArtifactFormat, BatchScheduleAndDispatchFlagsRoundTrip) {
+  ModelConfig c = tinyConfig();
+  BatchSchedule batch;
+  batch.schedule = tinySchedule();
+  batch.schedule.dispatches[1].liveRows = true;
+  batch.schedule.dispatches[1].writes = 0b10;
+  batch.layout.rows = 4;
+  batch.layout.blockSize = 2;
+  batch.layout.tableWidth = 3;
+  batch.layout.maxBlocks = 100;
+  batch.layout.sections = 2;
+  batch.layout.blockBytes = 64;
+  batch.layout.tokens = {MemorySpace::Input, 0, 16};
+  batch.layout.positions = {MemorySpace::Input, 64, 16};
+  batch.layout.tables = {MemorySpace::Input, 128, 48};
+  std::vector<uint8_t> bytes = encodeBatchSchedule(batch);
+  auto decoded = decodeBatchSchedule(bytes.data(), bytes.size());
+  ASSERT_TRUE(decoded.isOk()) << decoded.message();
+  EXPECT_EQ(decoded->layout.rows, 4);
+  EXPECT_EQ(decoded->layout.tableWidth, 3);
+  EXPECT_EQ(decoded->layout.blockBytes, 64u);
+  EXPECT_EQ(decoded->layout.tables.offset, 128u);
+  ASSERT_EQ(decoded->schedule.dispatches.size(), 2u);
+  EXPECT_FALSE(decoded->schedule.dispatches[0].liveRows);
+  EXPECT_EQ(decoded->schedule.dispatches[0].writes, ~uint64_t(0));
+  EXPECT_TRUE(decoded->schedule.dispatches[1].liveRows);
+  EXPECT_EQ(decoded->schedule.dispatches[1].writes, 0b10u);
+  // Every truncation is an error, never a crash.
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(decodeBatchSchedule(bytes.data(), n).isOk()) << n << " bytes";
+  // A dispatch over live rows needs a batch layout.
+  EXPECT_FALSE(validateSchedule(decoded->schedule, c).isOk());
 }
 
 } // namespace
