@@ -11,6 +11,7 @@
 #include "compiler/Target/CPU/CpuTarget.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -30,6 +31,10 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return model.status();
   const ModelConfig &config = (*model)->config();
 
+  const bool cuda = options.pipeline.target == Target::Cuda;
+  if (cuda && !options.emit)
+    return Status::error("--target=cuda writes no artifact yet (the runtime has no CUDA device "
+                         "path): print a stage with --emit=gpu|nvvm|ptx");
   std::vector<uint8_t> tokenizerBytes;
   bool needArtifact = !options.emit.has_value();
   if (needArtifact) {
@@ -56,7 +61,9 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 
-  Stage last = options.emit ? std::min(*options.emit, Stage::LLVMDialect) : Stage::LLVMDialect;
+  Stage last = cuda           ? *options.emit
+                : options.emit ? std::min(*options.emit, Stage::LLVMDialect)
+                               : Stage::LLVMDialect;
   mlir::PassManager pm(&context);
   IRDumper *dumper = nullptr;
   if (!options.dumpDir.empty()) {
@@ -75,7 +82,20 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error("cannot build the pass pipeline");
   if (mlir::failed(pm.run(*module)))
     return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
-  if (options.emit && *options.emit <= Stage::LLVMDialect) {
+  if (cuda && options.emit == Stage::Ptx) {
+    // The PTX text of the kernels' gpu.binary.
+    bool found = false;
+    module->walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute object : binary.getObjects()) {
+        out << mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().getValue();
+        found = true;
+      }
+    });
+    if (!found)
+      return Status::error(options.modelPath + ": no PTX was produced");
+    return Status::ok();
+  }
+  if (options.emit && (cuda || *options.emit <= Stage::LLVMDialect)) {
     module->print(out);
     return Status::ok();
   }

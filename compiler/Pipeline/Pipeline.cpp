@@ -14,7 +14,7 @@ constexpr StageInfo kStages[] = {
     {Stage::Quill, "quill"},   {Stage::Kernels, "kernels"},
     {Stage::Linalg, "linalg"}, {Stage::Loops, "loops"},
     {Stage::LLVMDialect, "llvm-dialect"}, {Stage::LLVMIR, "llvm"},
-    {Stage::Asm, "asm"}};
+    {Stage::Asm, "asm"}, {Stage::Gpu, "gpu"}, {Stage::NVVM, "nvvm"}, {Stage::Ptx, "ptx"}};
 } // namespace
 
 std::optional<Stage> parseStage(llvm::StringRef name) {
@@ -31,8 +31,21 @@ const char *stageName(Stage stage) {
   return "?";
 }
 
-const char *stageNames() {
-  return "quill|kernels|linalg|loops|llvm-dialect|llvm|asm";
+const std::vector<Stage> &targetStages(Target target) {
+  static const std::vector<Stage> cpu = {Stage::Quill,       Stage::Kernels, Stage::Linalg,
+                                         Stage::Loops,       Stage::LLVMDialect,
+                                         Stage::LLVMIR,      Stage::Asm};
+  static const std::vector<Stage> cuda = {Stage::Quill, Stage::Kernels, Stage::Linalg,
+                                          Stage::Loops, Stage::Gpu,     Stage::NVVM,
+                                          Stage::Ptx};
+  return target == Target::Cuda ? cuda : cpu;
+}
+
+std::string stageNames(Target target) {
+  std::string names;
+  for (Stage stage : targetStages(target))
+    names += (names.empty() ? "" : "|") + std::string(stageName(stage));
+  return names;
 }
 
 const std::vector<std::string> &fusionNames() {
@@ -74,6 +87,21 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
            "convert-cf-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts,"
            "quill-emit-kernel-abi,canonicalize";
+  case Stage::Gpu:
+    return "quill-wrap-gpu-kernels";
+  case Stage::NVVM:
+    // Inside the GPU module: the units inlined into their launches, math
+    // without libdevice, vectors and strided memrefs lowered, then NVVM with
+    // bare-pointer kernel parameters; the target attached for serialization.
+    return "quill-approximate-math,"
+           "gpu.module(inline,symbol-dce,convert-vector-to-scf{full-unroll=1},lower-affine,"
+           "convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm),"
+           "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1}),"
+           "reconcile-unrealized-casts,nvvm-attach-target{chip=" +
+           options.gpuArch + " O=3}";
+  case Stage::Ptx:
+    // PTX text through LLVM's NVPTX backend, in process: no CUDA toolkit.
+    return "gpu-module-to-binary{format=isa}";
   case Stage::LLVMIR:
   case Stage::Asm:
     return "";
@@ -83,12 +111,14 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
 
 mlir::LogicalResult addLoweringPasses(mlir::OpPassManager &pm, Stage last,
                                       const PipelineOptions &options) {
-  for (const StageInfo &info : kStages) {
-    if (info.stage > last || info.stage > Stage::LLVMDialect)
+  for (Stage stage : targetStages(options.target)) {
+    // LLVMIR and Asm are the CPU target's, outside MLIR.
+    if (stage == Stage::LLVMIR || stage == Stage::Asm)
       break;
-    if (mlir::failed(mlir::parsePassPipeline(stagePipeline(info.stage, options), pm,
-                                             llvm::errs())))
+    if (mlir::failed(mlir::parsePassPipeline(stagePipeline(stage, options), pm, llvm::errs())))
       return mlir::failure();
+    if (stage == last)
+      break;
   }
   return mlir::success();
 }

@@ -12,21 +12,30 @@
 
 namespace quill {
 
-/// Stages of compilation, in order. The MLIR stages end with LLVMDialect;
-/// LLVMIR and Asm are produced by the CPU target from that.
-enum class Stage { Quill, Kernels, Linalg, Loops, LLVMDialect, LLVMIR, Asm };
+/// Stages of compilation. Both targets share Quill .. Loops. The CPU then
+/// goes to LLVMDialect (the last MLIR stage), LLVMIR and Asm (produced by
+/// the CPU target); CUDA goes to Gpu (kernels in a gpu.module), NVVM and Ptx
+/// (all in MLIR).
+enum class Stage { Quill, Kernels, Linalg, Loops, LLVMDialect, LLVMIR, Asm, Gpu, NVVM, Ptx };
 
-/// "quill", "kernels", "linalg", "loops", "llvm-dialect", "llvm", "asm".
+enum class Target { Cpu, Cuda };
+
+/// "quill", "kernels", "linalg", "loops", "llvm-dialect", "llvm", "asm",
+/// "gpu", "nvvm", "ptx".
 std::optional<Stage> parseStage(llvm::StringRef name);
 const char *stageName(Stage stage);
-/// All stage names separated by '|', for help texts and errors.
-const char *stageNames();
+/// A target's stages in order.
+const std::vector<Stage> &targetStages(Target target);
+/// A target's stage names separated by '|', for help texts and errors.
+std::string stageNames(Target target);
 
 /// The fusion passes of the quill stage, by short name, in pipeline order:
 /// "gate-up", "qkv", "residual", "rmsnorm", "rope-kv".
 const std::vector<std::string> &fusionNames();
 
 struct PipelineOptions {
+  Target target = Target::Cpu;
+  std::string gpuArch = "sm_90"; ///< CUDA: the SM version the PTX is for.
   int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
   std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
   int64_t attentionChunk = 256; ///< Flash-decoding chunk of cached positions; 0: off.
@@ -37,7 +46,7 @@ struct PipelineOptions {
 std::string stagePipeline(Stage stage, const PipelineOptions &options);
 
 /// Adds the passes taking a freshly imported module up to `last` (an MLIR
-/// stage) to `pm`.
+/// stage of options.target) to `pm`.
 mlir::LogicalResult addLoweringPasses(mlir::OpPassManager &pm, Stage last,
                                       const PipelineOptions &options);
 

@@ -11,6 +11,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 namespace quill {
@@ -19,6 +20,8 @@ void registerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+  // gpu-module-to-binary serializes through the NVVM target attribute.
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registry.insert<mlir::quill::QuillDialect>();
 }
 

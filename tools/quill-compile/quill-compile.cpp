@@ -31,7 +31,9 @@ int main(int argc, char **argv) {
                               cl::cat(category));
   // cl::desc keeps a StringRef: the text must outlive the option.
   static const std::string emitHelp =
-      std::string("Print the module at one stage and stop: ") + quill::stageNames();
+      std::string("Print the module at one stage and stop: ") +
+      quill::stageNames(quill::Target::Cpu) + ", or with --target=cuda " +
+      quill::stageNames(quill::Target::Cuda);
   cl::opt<std::string> emit("emit", cl::desc(emitHelp), cl::value_desc("stage"),
                             cl::cat(category));
   cl::opt<std::string> dumpDir("dump-ir-after-all",
@@ -50,6 +52,12 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> prefillChunk(
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
       cl::init(64), cl::cat(category));
+  cl::opt<std::string> target(
+      "target", cl::desc("Where the kernels run: cpu (default; an artifact) or cuda (NVIDIA "
+                         "GPUs through NVVM and PTX; --emit only, for now)"),
+      cl::init("cpu"), cl::cat(category));
+  cl::opt<std::string> gpuArch("gpu-arch", cl::desc("The SM version the PTX is for (cuda)"),
+                               cl::init("sm_90"), cl::cat(category));
   cl::opt<int64_t> batchRows(
       "batch-rows",
       cl::desc("Token rows per batch step over the paged KV cache: the most sequences decoded "
@@ -122,11 +130,34 @@ int main(int argc, char **argv) {
   }
   if (noFusion)
     options.pipeline.disabledFusions.insert(known.begin(), known.end());
+  if (target != "cpu" && target != "cuda") {
+    llvm::errs() << "quill-compile: unknown --target '" << target << "' (expected cpu or cuda)\n";
+    return 1;
+  }
+  options.pipeline.target = target == "cuda" ? quill::Target::Cuda : quill::Target::Cpu;
+  {
+    // sm_XY or sm_XYa, as NVPTX names them.
+    llvm::StringRef arch(gpuArch);
+    llvm::StringRef digits = arch;
+    bool valid = digits.consume_front("sm_");
+    digits.consume_back("a");
+    unsigned version = 0;
+    if (!valid || digits.getAsInteger(10, version) || version < 50 || version > 200) {
+      llvm::errs() << "quill-compile: invalid --gpu-arch '" << gpuArch
+                   << "' (expected sm_NN, e.g. sm_80 or sm_90)\n";
+      return 1;
+    }
+    options.pipeline.gpuArch = gpuArch;
+  }
   if (!emit.empty()) {
     options.emit = quill::parseStage(emit);
+    const auto &stages = quill::targetStages(options.pipeline.target);
+    if (options.emit && std::find(stages.begin(), stages.end(), *options.emit) == stages.end())
+      options.emit.reset();
     if (!options.emit) {
-      llvm::errs() << "quill-compile: unknown --emit stage '" << emit << "' (expected "
-                   << quill::stageNames() << ")\n";
+      llvm::errs() << "quill-compile: unknown --emit stage '" << emit << "' for --target="
+                   << target << " (expected " << quill::stageNames(options.pipeline.target)
+                   << ")\n";
       return 1;
     }
   }

@@ -36,6 +36,8 @@ const char *runUsage() {
          "  --logprobs-mode M     raw (the model's softmax, default) or processed (after\n"
          "                        the logit processors)\n"
          "  --threads N           worker threads (default: all cores)\n"
+         "  --device cpu|cuda     where the kernels run (default cpu; cuda: not yet\n"
+         "                        written, says what is missing on this machine)\n"
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --no-verify           skip checksumming the weights at load\n"
@@ -259,6 +261,12 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
         return Status::error("invalid --num-return " + std::string(*v) + ": must be at least 1");
       beams.numReturn = *k;
       beamKnob = arg;
+    } else if (arg == "--device") {
+      QUILL_TRY(v, value());
+      std::string device = *v;
+      if (device != "cpu" && device != "cuda")
+        return Status::error("invalid --device '" + device + "': expected cpu or cuda");
+      o.cuda = device == "cuda";
     } else if (arg == "--profile") {
       o.profile = true;
     } else if (arg == "--sequential-kernels") {

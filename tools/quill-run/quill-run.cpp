@@ -7,6 +7,7 @@
 #include "runtime/bench/ModelBench.h"
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
+#include "runtime/device/CudaProbe.h"
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
@@ -41,6 +42,14 @@ int main(int argc, char **argv) {
     options.sampling.seed = static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
 
+  if (options.cuda) {
+    // The CUDA device is not written yet; say what this machine lacks, or
+    // that the runtime does.
+    if (Status s = probeCuda(); !s)
+      return fail("--device cuda: " + s.message());
+    return fail("--device cuda: the runtime's CUDA path is not written yet (quill-compile "
+                "--target=cuda --emit=ptx prints the kernels' PTX)");
+  }
   auto artifact = Artifact::open(options.artifactPath, options.verifyWeights);
   if (!artifact)
     return fail(artifact.message());

@@ -232,4 +232,47 @@ def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
+  let summary = "Moves the kernels into a gpu.module, one GPU thread per unit of work";
+  let description = [{
+    The CUDA target's first stage, on kernels at the loops stage. Each
+    kernel `K(memrefs..., token, pos, begin, end)` moves into
+    `gpu.module @kernels` as the private function `K_unit`, and
+    `gpu.func @K(memrefs..., token, pos, work) kernel` takes its name: thread
+    `i` of the launch grid computes unit `i` (`K_unit(..., i, i + 1)`) when
+    `i < work`. The schedules stay as they are, so the runtime launches
+    `ceil(work / block)` blocks per dispatch. This is the first, correct
+    mapping (one thread per output row or kv head); tiling for warps and
+    shared memory comes later. The module becomes a `gpu.container_module`.
+
+    ```mlir
+    gpu.module @kernels {
+      func.func private @rmsnorm_64_64_unit(...)
+      gpu.func @rmsnorm_64_64(%x: memref<64xf32>, %w: memref<64xf32>, %y: memref<64xf32>,
+                              %token: index, %pos: index, %work: index) kernel {
+        %i = gpu.global_id x
+        ...
+      }
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+}
+
+def ApproximateMath : Pass<"quill-approximate-math", "ModuleOp"> {
+  let summary = "Math functions as arithmetic inside GPU modules (no libdevice)";
+  let description = [{
+    NVVM lowers `math.exp`, `math.sin`, `math.cos`, `math.powf` and
+    `math.sqrt` to libdevice calls, which exist only with a CUDA toolkit.
+    Inside GPU modules this pass expands powf into exp and log, rewrites exp,
+    log, sin and cos with MLIR's polynomial approximations, and sqrt(x) as
+    x * rsqrt(x) with rsqrt from the classic bit-level estimate refined by
+    three Newton steps (relative error below 1e-6): the PTX needs nothing
+    beyond the driver.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif // QUILL_TRANSFORMS_PASSES_TD

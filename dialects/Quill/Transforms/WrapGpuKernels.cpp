@@ -1,0 +1,59 @@
+// quill-wrap-gpu-kernels: the kernels move into a gpu.module, each behind a
+// gpu.func that runs one unit of work per GPU thread.
+#include "dialects/Quill/Transforms/Passes.h"
+
+namespace mlir::quill {
+#define GEN_PASS_DEF_WRAPGPUKERNELS
+#include "dialects/Quill/Transforms/Passes.h.inc"
+} // namespace mlir::quill
+
+using namespace mlir;
+
+namespace {
+struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<func::FuncOp> kernels;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (function->hasAttr("quill.kernel"))
+        kernels.push_back(function);
+    if (kernels.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");
+    for (func::FuncOp kernel : kernels) {
+      std::string name = kernel.getName().str();
+      Location loc = kernel.getLoc();
+      // The unit of work: the kernel itself, private to the GPU module.
+      kernel->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
+      kernel.setName(name + "_unit");
+      kernel.setPrivate();
+      kernel->removeAttr("quill.kernel");
+
+      // K(memrefs..., token, pos, work): thread i runs unit i.
+      FunctionType type = kernel.getFunctionType();
+      unsigned memrefs = type.getNumInputs() - 4;
+      SmallVector<Type> inputs(type.getInputs().take_front(memrefs));
+      Type index = IndexType::get(ctx);
+      inputs.append({index, index, index});
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto wrapper = gpu::GPUFuncOp::create(b, loc, name, FunctionType::get(ctx, inputs, {}));
+      wrapper->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+      Block &entry = wrapper.getBody().front();
+      OpBuilder wb = OpBuilder::atBlockBegin(&entry);
+      Value work = entry.getArgument(memrefs + 2);
+      Value unit = gpu::GlobalIdOp::create(wb, loc, gpu::Dimension::x);
+      Value live = arith::CmpIOp::create(wb, loc, arith::CmpIPredicate::ult, unit, work);
+      auto ifOp = scf::IfOp::create(wb, loc, live, /*withElseRegion=*/false);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      Value next = arith::AddIOp::create(tb, loc, unit, arith::ConstantIndexOp::create(tb, loc, 1));
+      SmallVector<Value> args(entry.getArguments().take_front(memrefs + 2));
+      args.append({unit, next});
+      func::CallOp::create(tb, loc, kernel, args);
+      gpu::ReturnOp::create(wb, loc);
+    }
+  }
+};
+} // namespace
