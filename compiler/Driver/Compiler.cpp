@@ -25,6 +25,41 @@
 
 namespace quill {
 
+namespace {
+/// The artifact: configuration, target, tokenizer, schedules, the kernels
+/// (a shared object, or PTX) and the weights, streamed.
+Status writeArtifact(const CompileOptions &options, const ModelSource &model,
+                     ExtractedSchedule &extracted, std::vector<uint8_t> tokenizerBytes,
+                     const std::string &targetText,
+                     std::pair<SectionKind, std::vector<uint8_t>> kernels) {
+  const ModelConfig &config = model.config();
+  if (Status s = checkWeightLayout(model, extracted); !s)
+    return s;
+  ArtifactBuilder builder;
+  builder.addSection(SectionKind::Config, encodeConfig(config));
+  builder.addSection(SectionKind::Target,
+                     std::vector<uint8_t>(targetText.begin(), targetText.end()));
+  builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
+  builder.addSection(SectionKind::Schedule, encodeSchedule(extracted.schedule));
+  if (extracted.prefill)
+    builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted.prefill));
+  if (extracted.batch) {
+    BatchLayout &layout = extracted.batch->layout;
+    layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
+    layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
+    layout.sections = 2 * config.nLayers;
+    layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
+    if (Status s = validateSchedule(extracted.batch->schedule, config, &layout); !s)
+      return Status::error("internal error: the batch step " + s.message());
+    builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted.batch));
+  }
+  builder.addSection(kernels.first, std::move(kernels.second));
+  builder.addSection(SectionKind::Weights, extracted.schedule.weightBytes,
+                     weightSection(model, extracted));
+  return builder.write(options.outputPath);
+}
+} // namespace
+
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto model = openModel(options.modelPath);
   if (!model)
@@ -32,9 +67,6 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   const ModelConfig &config = (*model)->config();
 
   const bool cuda = options.pipeline.target == Target::Cuda;
-  if (cuda && !options.emit)
-    return Status::error("--target=cuda writes no artifact yet (the runtime has no CUDA device "
-                         "path): print a stage with --emit=gpu|nvvm|ptx");
   std::vector<uint8_t> tokenizerBytes;
   bool needArtifact = !options.emit.has_value();
   if (needArtifact) {
@@ -61,7 +93,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 
-  Stage last = cuda           ? *options.emit
+  Stage last = cuda           ? options.emit.value_or(Stage::Ptx)
                 : options.emit ? std::min(*options.emit, Stage::LLVMDialect)
                                : Stage::LLVMDialect;
   mlir::PassManager pm(&context);
@@ -82,18 +114,21 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error("cannot build the pass pipeline");
   if (mlir::failed(pm.run(*module)))
     return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
-  if (cuda && options.emit == Stage::Ptx) {
-    // The PTX text of the kernels' gpu.binary.
-    bool found = false;
+  // The PTX text of the kernels' gpu.binary (CUDA).
+  std::string ptx;
+  if (cuda && (!options.emit || options.emit == Stage::Ptx)) {
     module->walk([&](mlir::gpu::BinaryOp binary) {
-      for (mlir::Attribute object : binary.getObjects()) {
-        out << mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().getValue();
-        found = true;
-      }
+      for (mlir::Attribute object : binary.getObjects())
+        ptx += mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().getValue().str();
+      binary.erase(); // The rest of the module is the schedules.
+      return mlir::WalkResult::skip();
     });
-    if (!found)
+    if (ptx.empty())
       return Status::error(options.modelPath + ": no PTX was produced");
-    return Status::ok();
+    if (options.emit) {
+      out << ptx;
+      return Status::ok();
+    }
   }
   if (options.emit && (cuda || *options.emit <= Stage::LLVMDialect)) {
     module->print(out);
@@ -103,6 +138,10 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto extracted = extractSchedule(*module);
   if (!extracted)
     return extracted.status();
+  if (cuda)
+    return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes),
+                         "cuda " + options.pipeline.gpuArch,
+                         {SectionKind::GpuKernels, std::vector<uint8_t>(ptx.begin(), ptx.end())});
   auto target = CpuTarget::create({options.cpu});
   if (!target)
     return target.status();
@@ -134,31 +173,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto library = linkSharedObject(*code);
   if (!library)
     return library.status();
-  if (Status s = checkWeightLayout(**model, *extracted); !s)
-    return s;
-  std::string targetText = (*target)->description();
-  ArtifactBuilder builder;
-  builder.addSection(SectionKind::Config, encodeConfig(config));
-  builder.addSection(SectionKind::Target,
-                     std::vector<uint8_t>(targetText.begin(), targetText.end()));
-  builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
-  builder.addSection(SectionKind::Schedule, encodeSchedule(extracted->schedule));
-  if (extracted->prefill)
-    builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted->prefill));
-  if (extracted->batch) {
-    BatchLayout &layout = extracted->batch->layout;
-    layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
-    layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
-    layout.sections = 2 * config.nLayers;
-    layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
-    if (Status s = validateSchedule(extracted->batch->schedule, config, &layout); !s)
-      return Status::error("internal error: the batch step " + s.message());
-    builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted->batch));
-  }
-  builder.addSection(SectionKind::KernelLibrary, library.take());
-  builder.addSection(SectionKind::Weights, extracted->schedule.weightBytes,
-                     weightSection(**model, *extracted));
-  return builder.write(options.outputPath);
+  return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes),
+                       (*target)->description(), {SectionKind::KernelLibrary, library.take()});
 }
 
 } // namespace quill

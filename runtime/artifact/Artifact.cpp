@@ -32,6 +32,8 @@ Artifact &Artifact::operator=(Artifact &&other) noexcept {
     tokenizerSize_ = other.tokenizerSize_;
     library_ = other.library_;
     librarySize_ = other.librarySize_;
+    ptx_ = other.ptx_;
+    ptxSize_ = other.ptxSize_;
     weights_ = other.weights_;
     other.mapping_ = nullptr;
   }
@@ -91,7 +93,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
     return fail("corrupt section table (checksum mismatch)");
 
-  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::BatchSchedule);
+  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::GpuKernels);
   const SectionEntry *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
@@ -157,8 +159,14 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     a.target_.assign(reinterpret_cast<const char *>(data), size);
   if (!section(SectionKind::Tokenizer, a.tokenizer_, a.tokenizerSize_))
     return fail("artifact has no tokenizer section");
-  if (!section(SectionKind::KernelLibrary, a.library_, a.librarySize_) || a.librarySize_ < 64)
+  // The kernels: a shared object for the CPU, or PTX for CUDA.
+  if (section(SectionKind::GpuKernels, a.ptx_, a.ptxSize_)) {
+    if (a.ptxSize_ < 16)
+      return fail("artifact's PTX section is empty");
+  } else if (!section(SectionKind::KernelLibrary, a.library_, a.librarySize_) ||
+             a.librarySize_ < 64) {
     return fail("artifact has no kernel library");
+  }
   size_t weightBytes;
   if (!section(SectionKind::Weights, a.weights_, weightBytes))
     return fail("artifact has no weights section");

@@ -33,9 +33,14 @@ public:
   /// The llama2.c tokenizer bytes.
   const uint8_t *tokenizerData() const { return tokenizer_; }
   size_t tokenizerSize() const { return tokenizerSize_; }
-  /// The kernels' shared object (ELF) bytes.
+  /// The kernels' shared object (ELF) bytes; null in a CUDA artifact.
   const uint8_t *kernelLibraryData() const { return library_; }
   size_t kernelLibrarySize() const { return librarySize_; }
+  /// The kernels' PTX text in a CUDA artifact (quill-compile --target=cuda);
+  /// null otherwise.
+  const uint8_t *ptxData() const { return ptx_; }
+  size_t ptxSize() const { return ptxSize_; }
+  bool isCuda() const { return ptx_ != nullptr; }
   /// The page-aligned weight blob.
   const uint8_t *weights() const { return weights_; }
   size_t fileSize() const { return size_; }
@@ -57,6 +62,8 @@ private:
   size_t tokenizerSize_ = 0;
   const uint8_t *library_ = nullptr;
   size_t librarySize_ = 0;
+  const uint8_t *ptx_ = nullptr;
+  size_t ptxSize_ = 0;
   const uint8_t *weights_ = nullptr;
 };
 

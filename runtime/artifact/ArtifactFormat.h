@@ -32,6 +32,7 @@ enum class SectionKind : uint32_t {
   Weights = 6,       ///< The weight blob the schedule's offsets point into.
   PrefillSchedule = 7, ///< Optional: the step over a chunk of tokens.
   BatchSchedule = 8,   ///< Optional: the batch step over the paged KV cache.
+  GpuKernels = 9,      ///< PTX text of the kernels, instead of KernelLibrary (CUDA).
 };
 
 struct ArtifactHeader {

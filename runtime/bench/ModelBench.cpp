@@ -75,43 +75,70 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
   r.prefillTokensPerS = promptTokens / prefillSeconds;
   r.decodeTokensPerS = decodeTokens / decodeSeconds;
 
-  r.bandwidthGBs = measureReadBandwidth(arena);
-  r.fmaGFlops = measureFmaPeak(arena);
+  if (double own = device.measureOwnBandwidthGBs(); own > 0) {
+    // A GPU: its memory's bandwidth; no FMA probe runs there.
+    r.device = device.name();
+    r.bandwidthGBs = own;
+  } else {
+    r.bandwidthGBs = measureReadBandwidth(arena);
+    r.fmaGFlops = measureFmaPeak(arena);
+  }
   r.weightBytesPerToken = weightBytesPerToken(config);
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
   r.decodeFractionOfBandwidth =
       r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
-  r.prefillFractionOfFmaPeak = r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
+  if (r.fmaGFlops > 0)
+    r.prefillFractionOfFmaPeak =
+        r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
   return r;
 }
 
 std::string ModelBenchReport::toText() const {
   char buffer[1024];
+  double prefillGFlops = prefillFlopsPerToken * prefillTokensPerS / 1e9;
+  double decodeGBs = weightBytesPerToken * decodeTokensPerS / 1e9;
+  if (device != "cpu") {
+    std::snprintf(buffer, sizeof buffer,
+                  "device: %s\n"
+                  "machine: device memory bandwidth %.1f GB/s (device-to-device copies)\n"
+                  "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s (no FMA probe on the "
+                  "device)\n"
+                  "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
+                  "the device's memory bandwidth\n",
+                  device.c_str(), bandwidthGBs, promptTokens, prefillTokensPerS, prefillGFlops,
+                  decodeTokens, decodeTokensPerS, weightBytesPerToken / 1e6, decodeGBs,
+                  100 * decodeFractionOfBandwidth);
+    return buffer;
+  }
   std::snprintf(buffer, sizeof buffer,
                 "threads: %d\n"
                 "machine: read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s\n"
                 "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the FMA peak\n"
                 "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
                 "the read bandwidth\n",
-                threads, bandwidthGBs, fmaGFlops, promptTokens, prefillTokensPerS,
-                prefillFlopsPerToken * prefillTokensPerS / 1e9, 100 * prefillFractionOfFmaPeak,
-                decodeTokens, decodeTokensPerS, weightBytesPerToken / 1e6,
-                weightBytesPerToken * decodeTokensPerS / 1e9, 100 * decodeFractionOfBandwidth);
+                threads, bandwidthGBs, fmaGFlops, promptTokens, prefillTokensPerS, prefillGFlops,
+                100 * prefillFractionOfFmaPeak, decodeTokens, decodeTokensPerS,
+                weightBytesPerToken / 1e6, decodeGBs, 100 * decodeFractionOfBandwidth);
   return buffer;
 }
 
 std::string ModelBenchReport::toJson() const {
   std::ostringstream out;
   out.precision(6);
-  out << "{\"threads\":" << threads << ",\"prompt_tokens\":" << promptTokens
-      << ",\"decode_tokens\":" << decodeTokens
+  // The FMA peak is not probed on a GPU: null there.
+  auto fmaFigure = [&](double value) -> std::ostream & {
+    return fmaGFlops > 0 ? out << value : out << "null";
+  };
+  out << "{\"device\":\"" << device << "\",\"threads\":" << threads
+      << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
       << ",\"decode_tokens_per_s\":" << decodeTokensPerS
-      << ",\"bandwidth_gb_s\":" << bandwidthGBs << ",\"fma_gflop_s\":" << fmaGFlops
-      << ",\"weight_bytes_per_token\":" << weightBytesPerToken
-      << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
-      << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
-      << ",\"prefill_fraction_of_fma_peak\":" << prefillFractionOfFmaPeak << "}\n";
+      << ",\"bandwidth_gb_s\":" << bandwidthGBs << ",\"fma_gflop_s\":";
+  fmaFigure(fmaGFlops) << ",\"weight_bytes_per_token\":" << weightBytesPerToken
+                       << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
+                       << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
+                       << ",\"prefill_fraction_of_fma_peak\":";
+  fmaFigure(prefillFractionOfFmaPeak) << "}\n";
   return out.str();
 }
 

@@ -13,6 +13,9 @@
 namespace quill {
 
 struct ModelBenchReport {
+  /// "cpu", or the device whose own memory bandwidth was probed (then the
+  /// FMA peak is not probed and its fields stay 0).
+  std::string device = "cpu";
   int threads = 0;
   int promptTokens = 0, decodeTokens = 0;
   double prefillTokensPerS = 0, decodeTokensPerS = 0;

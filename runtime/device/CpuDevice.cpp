@@ -53,6 +53,9 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   // Kernels keep their temporaries on the stack (a prefill chunk of a large
   // model needs a few MB); give worker threads room for them.
   static tbb::global_control stackSize(tbb::global_control::thread_stack_size, 64u << 20);
+  if (artifact.isCuda())
+    return Status::error(artifact.path() + ": compiled for CUDA (" + artifact.target() +
+                         "): run it with --device cuda, or compile it for the CPU");
   if (Status s = checkCpuFeatures(requiredFeatures(artifact.target())); !s)
     return Status::error(artifact.path() + ": " + s.message());
   auto library = KernelLibrary::load(artifact.kernelLibraryData(),

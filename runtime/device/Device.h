@@ -52,6 +52,10 @@ public:
   virtual const float *batchLogits() const { return nullptr; }
   /// A line or two on what runs where, for --verbose.
   virtual std::string describe() const = 0;
+
+  /// A device with its own memory measures its own read bandwidth (GB/s) for
+  /// the benchmark's fractions; 0 means the host's probes apply.
+  virtual double measureOwnBandwidthGBs() { return 0; }
 };
 
 } // namespace quill

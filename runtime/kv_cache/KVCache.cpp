@@ -10,7 +10,10 @@ namespace quill {
 
 void KVCache::FreeDeleter::operator()(void *p) const { std::free(p); }
 
-KVCache::KVCache(uint64_t bytes, int32_t capacity) : bytes_(bytes), capacity_(capacity) {
+KVCache::KVCache(uint64_t bytes, int32_t capacity, bool hostMemory)
+    : bytes_(bytes), capacity_(capacity) {
+  if (!hostMemory)
+    return;
   uint64_t rounded = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
   void *memory = std::aligned_alloc(64, rounded);
   if (!memory)

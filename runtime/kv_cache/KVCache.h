@@ -16,7 +16,9 @@ namespace quill {
 /// so earlier entries are never recomputed.
 class KVCache {
 public:
-  KVCache(uint64_t bytes, int32_t capacity);
+  /// `hostMemory` false keeps the count of positions only, for a device
+  /// whose cache lives in its own memory (data() is then null).
+  KVCache(uint64_t bytes, int32_t capacity, bool hostMemory = true);
 
   void *data() { return memory_.get(); }
   uint64_t bytes() const { return bytes_; }

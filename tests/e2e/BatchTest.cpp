@@ -276,7 +276,7 @@ TEST(BatchScheduler, PromptsWithACommonPrefixShareItsBlocks) {
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
       "park. One day, she saw a big tree with";
   std::vector<std::string> prompts;
-  for (const std::string &end : {" a cat", " a bird on it", " red apples", "", " a dog. The dog"})
+  for (const char *end : {" a cat", " a bird on it", " red apples", "", " a dog. The dog"})
     prompts.push_back(system + end);
   auto requests = requestsFor(prompts, 30);
   SamplingParams greedy;

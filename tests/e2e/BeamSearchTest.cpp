@@ -220,8 +220,9 @@ TEST(BeamSearchRun, EnoughBeamsEqualExhaustiveSearchOfTheReferenceModel) {
     // Near-ties may swap places between the oracle and the compiled model.
     bool tied = (i > 0 && all[i - 1].logprob - all[i].logprob < 1e-4) ||
                 all[i].logprob - all[i + 1].logprob < 1e-4;
-    if (!tied)
+    if (!tied) {
       EXPECT_EQ(found->sequences[i].tokens, all[i].tokens) << "rank " << i;
+    }
   }
 }
 

@@ -20,7 +20,8 @@ config.test_exec_root = config.quill_obj_root
 tools_dir = config.quill_tools_dir
 llvm_tools_dir = "/usr/lib/llvm-22/bin"
 for tool, where in (("quill-opt", tools_dir), ("quill-compile", tools_dir),
-                    ("quill-synth", tools_dir), ("FileCheck", llvm_tools_dir),
+                    ("quill-synth", tools_dir), ("quill-run", tools_dir),
+                    ("FileCheck", llvm_tools_dir),
                     ("not", llvm_tools_dir)):
     if not os.access(os.path.join(where, tool), os.X_OK):
         lit_config.fatal("%s not found in %s" % (tool, where))

@@ -7,7 +7,7 @@
 #include "runtime/bench/ModelBench.h"
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
-#include "runtime/device/CudaProbe.h"
+#include "runtime/device/CudaDevice.h"
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
@@ -42,14 +42,6 @@ int main(int argc, char **argv) {
     options.sampling.seed = static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
 
-  if (options.cuda) {
-    // The CUDA device is not written yet; say what this machine lacks, or
-    // that the runtime does.
-    if (Status s = probeCuda(); !s)
-      return fail("--device cuda: " + s.message());
-    return fail("--device cuda: the runtime's CUDA path is not written yet (quill-compile "
-                "--target=cuda --emit=ptx prints the kernels' PTX)");
-  }
   auto artifact = Artifact::open(options.artifactPath, options.verifyWeights);
   if (!artifact)
     return fail(artifact.message());
@@ -63,9 +55,25 @@ int main(int argc, char **argv) {
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
-  auto device = CpuDevice::create(*artifact, arena);
-  if (!device)
-    return fail(device.message());
+  std::unique_ptr<Device> owned;
+  CpuDevice *cpu = nullptr;
+  if (options.cuda) {
+    if (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
+        !options.batchSizes.empty() || options.profile || options.sequentialKernels)
+      return fail("--device cuda runs one sequence (and --bench): no batch step, beams, samples "
+                  "or kernel profile on the GPU yet");
+    auto device = CudaDevice::create(*artifact);
+    if (!device)
+      return fail("--device cuda: " + device.message());
+    owned = device.take();
+  } else {
+    auto device = CpuDevice::create(*artifact, arena);
+    if (!device)
+      return fail(device.message());
+    cpu = device->get();
+    owned = device.take();
+  }
+  Device &device = *owned;
   // The kernel times, printed however main returns from here on.
   struct ProfilePrinter {
     CpuDevice *device;
@@ -73,22 +81,22 @@ int main(int argc, char **argv) {
       if (device)
         std::fputs(device->profileReport().c_str(), stderr);
     }
-  } profilePrinter{options.profile ? device->get() : nullptr};
+  } profilePrinter{options.profile ? cpu : nullptr};
   if (options.profile)
-    (*device)->enableProfiling();
+    cpu->enableProfiling();
   if (options.sequentialKernels)
-    (*device)->setConcurrentKernels(false);
+    cpu->setConcurrentKernels(false);
   if (options.beamSearch || options.samples > 1)
-    return runGroup(options, *artifact, *tokenizer, **device, arena);
+    return runGroup(options, *artifact, *tokenizer, device, arena);
   if (!options.batchFile.empty())
-    return runBatchFile(options, *artifact, *tokenizer, **device, arena);
+    return runBatchFile(options, *artifact, *tokenizer, device, arena);
   if (options.bench && !options.batchSizes.empty())
-    return benchBatches(options, *artifact, *tokenizer, **device, arena);
+    return benchBatches(options, *artifact, *tokenizer, device, arena);
   if (options.bench) {
     // Short contexts shrink the benchmark rather than fail it.
     int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
     int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
-    auto report = benchmarkModel(**device, config, arena, prompt, decode);
+    auto report = benchmarkModel(device, config, arena, prompt, decode);
     if (!report)
       return fail(report.message());
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
@@ -101,15 +109,15 @@ int main(int argc, char **argv) {
                          "context %d\n",
                  config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
                  config.vocabSize, config.seqLen);
-    std::fprintf(stderr, "%s\n", (*device)->describe().c_str());
+    std::fprintf(stderr, "%s\n", device.describe().c_str());
     std::fprintf(stderr, "kv cache: %llu bytes (%d positions)\n",
-                 static_cast<unsigned long long>((*device)->kvCache().bytes()),
-                 (*device)->kvCache().capacity());
+                 static_cast<unsigned long long>(device.kvCache().bytes()),
+                 device.kvCache().capacity());
     std::fprintf(stderr, "sampler: %s, seed %llu\n", sampler.describe().c_str(),
                  static_cast<unsigned long long>(options.sampling.seed));
   }
 
-  Generator generator(**device, *tokenizer, sampler, config);
+  Generator generator(device, *tokenizer, sampler, config);
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
   auto stream = [&](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -1,0 +1,211 @@
+// Kernel launches on an NVIDIA GPU through the CUDA driver API.
+#include "runtime/device/CudaDevice.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace quill {
+
+namespace {
+/// Threads per block: one unit of work (an output row, a kv head) each.
+constexpr unsigned kBlock = 128;
+} // namespace
+
+CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver)
+    : artifact_(artifact), driver_(driver), logits_(artifact.config().vocabSize),
+      kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen, /*hostMemory=*/false) {}
+
+CudaDevice::~CudaDevice() {
+  for (CudaDriver::DevicePtr p : {weights_, kv_, scratch_, input_})
+    if (p)
+      driver_.memFree(p);
+  if (module_)
+    driver_.moduleUnload(module_);
+  if (context_)
+    driver_.primaryCtxRelease(device_);
+}
+
+ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact) {
+  if (!artifact.isCuda())
+    return Status::error(artifact.path() +
+                         ": compiled for the CPU: compile it with --target=cuda for --device cuda");
+  auto driver = CudaDriver::load();
+  if (!driver)
+    return driver.status();
+  std::unique_ptr<CudaDevice> d(new CudaDevice(artifact, *driver));
+  const CudaDriver &cu = d->driver_;
+  if (Status s = cu.check(cu.init(0), "cuInit (no usable GPU?)"); !s)
+    return s;
+  if (Status s = cu.check(cu.deviceGet(&d->device_, 0), "no GPU"); !s)
+    return s;
+  char name[256] = {0};
+  cu.deviceGetName(name, sizeof name - 1, d->device_);
+  d->deviceName_ = name;
+  if (Status s = cu.check(cu.primaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
+      !s)
+    return s;
+  if (Status s = cu.check(cu.ctxSetCurrent(d->context_), "cuCtxSetCurrent"); !s)
+    return s;
+  // The PTX, NUL-terminated as cuModuleLoadData wants it.
+  std::string ptx(reinterpret_cast<const char *>(artifact.ptxData()), artifact.ptxSize());
+  if (Status s = cu.check(cu.moduleLoadData(&d->module_, ptx.c_str()),
+                          artifact.path() + ": the PTX does not load");
+      !s)
+    return s;
+
+  const Schedule &step = artifact.schedule();
+  const Schedule *prefill = artifact.prefillSchedule();
+  uint64_t scratch = step.scratchBytes;
+  if (prefill)
+    scratch = std::max(scratch, prefill->scratchBytes);
+  auto alloc = [&](CudaDriver::DevicePtr &p, uint64_t bytes, const char *what) {
+    Status s = cu.check(cu.memAlloc(&p, std::max<uint64_t>(bytes, 64)),
+                        std::string("cannot allocate ") + std::to_string(bytes) + " bytes of " +
+                            what + " on the GPU");
+    if (s)
+      s = cu.check(cu.memsetD8(p, 0, std::max<uint64_t>(bytes, 64)), "cuMemsetD8");
+    return s;
+  };
+  for (auto [ptr, bytes, what] :
+       {std::tuple{&d->weights_, step.weightBytes, "weights"},
+        std::tuple{&d->kv_, step.kvBytes, "KV cache"}, std::tuple{&d->scratch_, scratch, "scratch"},
+        std::tuple{&d->input_, prefill ? prefill->inputBytes : uint64_t(64), "input"}})
+    if (Status s = alloc(*ptr, bytes, what); !s)
+      return s;
+  if (Status s = cu.check(cu.memcpyHtoD(d->weights_, artifact.weights(), step.weightBytes),
+                          "copying the weights to the GPU");
+      !s)
+    return s;
+  if (Status s = d->resolve(step, d->launches_, d->stepLogits_); !s)
+    return s;
+  if (prefill) {
+    if (Status s = d->resolve(*prefill, d->prefillLaunches_, d->prefillLogits_); !s)
+      return s;
+    d->prefillChunk_ = prefill->tokens;
+  }
+  return d;
+}
+
+Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
+                           CudaDriver::DevicePtr &logits) {
+  std::map<std::string, void *> functions;
+  for (const std::string &kernel : schedule.kernels) {
+    void *function = nullptr;
+    if (Status s = driver_.check(driver_.moduleGetFunction(&function, module_, kernel.c_str()),
+                                 artifact_.path() + ": kernel " + kernel);
+        !s)
+      return s;
+    functions[kernel] = function;
+  }
+  auto address = [&](const Binding &b) -> CudaDriver::DevicePtr {
+    switch (b.space) {
+    case MemorySpace::Weights: return weights_ + b.offset;
+    case MemorySpace::KVCache: return kv_ + b.offset;
+    case MemorySpace::Scratch: return scratch_ + b.offset;
+    case MemorySpace::Input: return input_ + b.offset;
+    case MemorySpace::KVPool: return 0;
+    }
+    return 0;
+  };
+  for (const Dispatch &d : schedule.dispatches) {
+    const std::string &name = schedule.kernels[d.kernel];
+    Launch launch{functions[name], {}, d.work, d.liveRows, &name};
+    for (const Binding &b : d.bindings)
+      launch.pointers.push_back(address(b));
+    launches.push_back(std::move(launch));
+  }
+  logits = address(schedule.logits);
+  return Status::ok();
+}
+
+void CudaDevice::fail(const Status &status) const {
+  std::fprintf(stderr, "quill-run: %s\n", status.message().c_str());
+  std::exit(1);
+}
+
+void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
+                     int32_t token, int32_t pos) {
+  std::vector<uint64_t> values;
+  std::vector<void *> params;
+  for (const Launch &launch : launches) {
+    const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
+    if (work <= 0)
+      continue;
+    // Kernel parameters: one pointer per binding, then token, pos, work.
+    values.assign(launch.pointers.begin(), launch.pointers.end());
+    values.insert(values.end(), {uint64_t(int64_t(token)), uint64_t(int64_t(pos)),
+                                 uint64_t(work)});
+    params.clear();
+    for (uint64_t &value : values)
+      params.push_back(&value);
+    unsigned blocks = static_cast<unsigned>((work + kBlock - 1) / kBlock);
+    if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, kBlock, 1,
+                                                      1, 0, nullptr, params.data(), nullptr),
+                                 "launching kernel " + *launch.name);
+        !s)
+      fail(s);
+  }
+  if (Status s = driver_.check(driver_.memcpyDtoH(logits_.data(), logits,
+                                                  logits_.size() * sizeof(float)),
+                               "copying the logits back");
+      !s)
+    fail(s);
+}
+
+void CudaDevice::step(int32_t token, int32_t pos) { run(launches_, stepLogits_, token, pos); }
+
+void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
+  if (Status s = driver_.check(
+          driver_.memcpyHtoD(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_)),
+          "copying the prompt to the GPU");
+      !s)
+    fail(s);
+  run(prefillLaunches_, prefillLogits_, /*token=*/0, pos);
+}
+
+double CudaDevice::measureOwnBandwidthGBs() {
+  const CudaDriver &cu = driver_;
+  // The largest buffer pair that fits, from 1 GiB down: far beyond any cache.
+  CudaDriver::DevicePtr from = 0, to = 0;
+  size_t bytes = size_t(1) << 30;
+  for (; bytes >= (size_t(1) << 26); bytes /= 2) {
+    if (cu.memAlloc(&from, bytes) == 0) {
+      if (cu.memAlloc(&to, bytes) == 0)
+        break;
+      cu.memFree(from);
+      from = 0;
+    }
+  }
+  if (!to)
+    return 0;
+  double best = 0;
+  cu.memcpyDtoD(to, from, bytes); // Warm-up.
+  cu.ctxSynchronize();
+  for (int run = 0; run < 5; ++run) {
+    constexpr int kCopies = 10;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCopies; ++i)
+      cu.memcpyDtoD(to, from, bytes);
+    if (cu.ctxSynchronize() != 0)
+      break;
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * kCopies * double(bytes) / seconds / 1e9);
+  }
+  cu.memFree(from);
+  cu.memFree(to);
+  return best;
+}
+
+std::string CudaDevice::describe() const {
+  return "device: cuda, " + deviceName_ + ", " + std::to_string(launches_.size()) +
+         " kernel launches per step, one thread per unit of work, " +
+         (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
+                        : std::string("no prefill step")) +
+         ", " + artifact_.target();
+}
+
+} // namespace quill

@@ -1,0 +1,74 @@
+// The CUDA implementation of Device: the artifact's PTX kernels, launched in
+// schedule order on the default stream, weights and caches in device memory.
+//
+// Status: written against the driver API and checked here only up to "no
+// driver"; no GPU was available when it was written, so its first run on
+// one is its first test (tests/e2e/CudaTargetTest.cpp runs the golden text
+// where a GPU is present).
+#pragma once
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/device/CudaDriver.h"
+#include "runtime/device/Device.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace quill {
+
+class CudaDevice final : public Device {
+public:
+  /// Loads the driver, GPU 0's primary context, the artifact's PTX, and
+  /// copies the weights to device memory. Fails in one line when there is
+  /// no driver or GPU, or the artifact is not a CUDA one.
+  static ErrorOr<std::unique_ptr<CudaDevice>> create(const Artifact &artifact);
+  ~CudaDevice() override;
+
+  const char *name() const override { return "cuda"; }
+  void step(int32_t token, int32_t pos) override;
+  int32_t prefillChunk() const override { return prefillChunk_; }
+  void prefill(const int32_t *tokens, int32_t pos) override;
+  const float *logits() const override { return logits_.data(); }
+  KVCache &kvCache() override { return kvCache_; }
+  std::string describe() const override;
+  /// Device-to-device copies of a large buffer: bytes read and written per
+  /// second, the best of several runs.
+  double measureOwnBandwidthGBs() override;
+
+private:
+  /// One dispatch: its function, its parameters' values (binding pointers,
+  /// then token, pos and work, filled at launch), and its work.
+  struct Launch {
+    void *function;
+    std::vector<CudaDriver::DevicePtr> pointers;
+    int64_t work;
+    bool liveRows; ///< Work is capped by the token argument (rows in use).
+    const std::string *name; ///< The kernel's, for errors.
+  };
+  struct Schedules;
+
+  CudaDevice(const Artifact &artifact, CudaDriver driver);
+  Status resolve(const Schedule &schedule, std::vector<Launch> &launches,
+                 CudaDriver::DevicePtr &logits);
+  /// Launches in order, then copies the logits back. A CUDA error here ends
+  /// the process with one line: the step cannot be undone or resumed.
+  void run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits, int32_t token,
+           int32_t pos);
+  void fail(const Status &status) const;
+
+  const Artifact &artifact_;
+  CudaDriver driver_;
+  int device_ = 0;
+  void *context_ = nullptr;
+  void *module_ = nullptr;
+  std::string deviceName_;
+  CudaDriver::DevicePtr weights_ = 0, kv_ = 0, scratch_ = 0, input_ = 0;
+  std::vector<Launch> launches_, prefillLaunches_;
+  CudaDriver::DevicePtr stepLogits_ = 0, prefillLogits_ = 0;
+  std::vector<float> logits_;
+  KVCache kvCache_; ///< Positions only: the cache itself is in kv_.
+  int32_t prefillChunk_ = 0;
+};
+
+} // namespace quill

@@ -1,0 +1,45 @@
+// The CUDA driver API, loaded with dlopen at run time: quill-run needs no
+// CUDA at build time and runs where there is none. Only what the CUDA device
+// uses is bound.
+#pragma once
+
+#include "runtime/support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace quill {
+
+/// Function pointers into libcuda.so.1 (types as in cuda.h, spelled out).
+struct CudaDriver {
+  using Result = int;
+  using DevicePtr = unsigned long long;
+  Result (*init)(unsigned) = nullptr;
+  Result (*deviceGet)(int *, int) = nullptr;
+  Result (*deviceGetName)(char *, int, int) = nullptr;
+  Result (*primaryCtxRetain)(void **, int) = nullptr;
+  Result (*primaryCtxRelease)(int) = nullptr;
+  Result (*ctxSetCurrent)(void *) = nullptr;
+  Result (*ctxSynchronize)() = nullptr;
+  Result (*moduleLoadData)(void **, const void *) = nullptr;
+  Result (*moduleUnload)(void *) = nullptr;
+  Result (*moduleGetFunction)(void **, void *, const char *) = nullptr;
+  Result (*memAlloc)(DevicePtr *, size_t) = nullptr;
+  Result (*memFree)(DevicePtr) = nullptr;
+  Result (*memcpyHtoD)(DevicePtr, const void *, size_t) = nullptr;
+  Result (*memcpyDtoH)(void *, DevicePtr, size_t) = nullptr;
+  Result (*memcpyDtoD)(DevicePtr, DevicePtr, size_t) = nullptr;
+  Result (*memsetD8)(DevicePtr, unsigned char, size_t) = nullptr;
+  Result (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, void *, void **, void **) = nullptr;
+  Result (*getErrorString)(Result, const char **) = nullptr;
+
+  /// Loads libcuda.so.1 (or $QUILL_CUDA_DRIVER) and binds every function;
+  /// fails naming what is missing. The library stays loaded for the process.
+  static ErrorOr<CudaDriver> load();
+  /// "what: the driver's message" for a failed call, ok for 0.
+  Status check(Result result, const std::string &what) const;
+};
+
+} // namespace quill
