@@ -71,7 +71,10 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
     return "quill-outline-kernels{matvec-grain=" +
            std::to_string(options.matvecGrain) + "}";
   case Stage::Linalg:
-    return "quill-lower-to-linalg,canonicalize,cse";
+    // On the GPU a kernel call is one unit of work (one thread).
+    return options.target == Target::Cuda
+               ? "quill-lower-to-linalg,quill-specialize-gpu-units,canonicalize,cse"
+               : "quill-lower-to-linalg,canonicalize,cse";
   case Stage::Loops:
     // Temporaries are fixed-size, so they all live on the stack: a step
     // allocates no heap memory.

@@ -44,7 +44,19 @@ void expectPtxForEveryKernel(const std::string &model, const std::string &name) 
   EXPECT_EQ(entries, dispatched) << name;
   EXPECT_NE(ptx.out.find(".target sm_90"), std::string::npos);
   EXPECT_EQ(ptx.out.find(".extern"), std::string::npos) << name << ": a call outside the PTX";
+  // Each thread computes one unit, so its temporaries are one unit's: well
+  // under CUDA's 512 KiB of local memory (the whole range's would be MiBs).
+  long largest = 0;
+  const std::string depot = "__local_depot";
+  for (size_t at = ptx.out.find(depot); at != std::string::npos;
+       at = ptx.out.find(depot, at + 1)) {
+    size_t open = ptx.out.find('[', at), newline = ptx.out.find('\n', at);
+    if (open < newline)
+      largest = std::max(largest, std::stol(ptx.out.substr(open + 1)));
+  }
+  EXPECT_LE(largest, 64 * 1024) << name;
   ::testing::Test::RecordProperty(name + "_kernels", std::to_string(entries.size()));
+  ::testing::Test::RecordProperty(name + "_largest_local_bytes", std::to_string(largest));
 }
 
 TEST(CudaTarget, PtxForEveryKernelOfStories260K) {

@@ -232,6 +232,31 @@ def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def SpecializeGpuUnits : Pass<"quill-specialize-gpu-units", "ModuleOp"> {
+  let summary = "Kernels compute exactly one unit of work per call (the GPU's thread)";
+  let description = [{
+    The CUDA target's step at the linalg stage, before bufferization. A CPU
+    kernel `K(..., begin, end)` computes units `[begin, end)` of any length,
+    so its temporaries are sized for the whole range: a prefill gate/up
+    kernel of the 110m shape keeps a 64x4096 buffer, 1 MiB, which as GPU
+    per-thread local memory would exceed CUDA's 512 KiB and fail at launch.
+    On the GPU every call is one unit (one thread), so this pass replaces
+    `end` by `begin + 1`, folds the shapes that follow, and shrinks each
+    temporary (`bufferization.alloc_tensor` read through one zero-offset
+    slice of static sizes) to its slice:
+
+    ```mlir
+    %n = arith.subi %end, %begin : index
+    %t = bufferization.alloc_tensor() : tensor<64x4096xf32>
+    %s = tensor.extract_slice %t[0, 0] [64, %n] [1, 1]
+    // becomes, with %end = %begin + 1 and %n = 1:
+    %s = bufferization.alloc_tensor() : tensor<64x1xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::tensor::TensorDialect",
+                           "mlir::bufferization::BufferizationDialect"];
+}
+
 def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
   let summary = "Moves the kernels into a gpu.module, one GPU thread per unit of work";
   let description = [{
@@ -244,6 +269,8 @@ def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
     `ceil(work / block)` blocks per dispatch. This is the first, correct
     mapping (one thread per output row or kv head); tiling for warps and
     shared memory comes later. The module becomes a `gpu.container_module`.
+    A kernel whose stack buffers exceed CUDA's 512 KiB of local memory per
+    thread is an error here rather than a failed launch on the GPU.
 
     ```mlir
     gpu.module @kernels {

@@ -10,6 +10,34 @@ namespace mlir::quill {
 using namespace mlir;
 
 namespace {
+/// CUDA's limit on a thread's local memory (compute capability 2.0 and up).
+constexpr int64_t kMaxLocalBytes = 512 * 1024;
+
+/// Bytes of stack buffers in `kernel`, or -1 after reporting one the GPU
+/// cannot give a thread.
+int64_t localBytes(func::FuncOp kernel) {
+  int64_t bytes = 0;
+  WalkResult walk = kernel.walk([&](memref::AllocaOp alloca) {
+    MemRefType type = alloca.getType();
+    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat()) {
+      alloca.emitError("a stack buffer of dynamic size or opaque elements in kernel '")
+          << kernel.getName() << "' cannot be a GPU thread's local memory";
+      return WalkResult::interrupt();
+    }
+    bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return -1;
+  if (bytes > kMaxLocalBytes) {
+    kernel.emitError("kernel '") << kernel.getName() << "' keeps " << bytes / 1024
+                                 << " KiB of temporaries per GPU thread; CUDA allows "
+                                 << kMaxLocalBytes / 1024 << " KiB";
+    return -1;
+  }
+  return bytes;
+}
+
 struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -20,6 +48,9 @@ struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernels
         kernels.push_back(function);
     if (kernels.empty())
       return;
+    for (func::FuncOp kernel : kernels)
+      if (localBytes(kernel) < 0)
+        return signalPassFailure();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kernels");

@@ -35,3 +35,4 @@ module {
     return
   }
 }
+

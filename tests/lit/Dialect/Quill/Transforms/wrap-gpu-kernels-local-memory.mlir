@@ -1,0 +1,13 @@
+// RUN: not quill-opt %s --quill-wrap-gpu-kernels 2>&1 | FileCheck %s
+
+// A kernel whose temporaries exceed a GPU thread's 512 KiB of local memory
+// is an error at compile time, not a failed launch on the GPU.
+// CHECK: error: kernel 'big_8' keeps 600 KiB of temporaries per GPU thread; CUDA allows 512 KiB
+module {
+  func.func @big_8(%x: memref<8xf32>, %token: index, %pos: index, %begin: index, %end: index)
+      attributes {quill.kernel} {
+    %t = memref.alloca() : memref<153600xf32>
+    %u = memref.alloca() : memref<8xf32>
+    return
+  }
+}
