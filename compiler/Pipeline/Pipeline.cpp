@@ -72,9 +72,11 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            std::to_string(options.matvecGrain) + "}";
   case Stage::Linalg:
     // On the GPU a kernel call is one unit of work (one thread).
-    return options.target == Target::Cuda
-               ? "quill-lower-to-linalg,quill-specialize-gpu-units,canonicalize,cse"
-               : "quill-lower-to-linalg,canonicalize,cse";
+    if (options.target == Target::Cuda)
+      return "quill-lower-to-linalg,quill-specialize-gpu-units,canonicalize,cse";
+    if (options.emulateCudaKernels)
+      return "quill-lower-to-linalg,quill-specialize-gpu-units{loop-units=1},canonicalize,cse";
+    return "quill-lower-to-linalg,canonicalize,cse";
   case Stage::Loops:
     // Temporaries are fixed-size, so they all live on the stack: a step
     // allocates no heap memory.
@@ -83,7 +85,8 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            "max-rank-of-allocated-memref=4}),quill-check-static-memory,"
            "quill-copies-to-linalg,convert-linalg-to-loops,canonicalize,cse";
   case Stage::LLVMDialect:
-    return "convert-vector-to-scf{full-unroll=1},lower-affine,convert-scf-to-cf,"
+    return std::string(options.emulateCudaKernels ? "quill-approximate-math{everywhere=1}," : "") +
+           "convert-vector-to-scf{full-unroll=1},lower-affine,convert-scf-to-cf,"
            "expand-strided-metadata,lower-affine,"
            "convert-vector-to-llvm{reassociate-fp-reductions=1},finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,"
            "convert-index-to-llvm,"

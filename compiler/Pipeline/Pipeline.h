@@ -39,6 +39,10 @@ struct PipelineOptions {
   int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
   std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
   int64_t attentionChunk = 256; ///< Flash-decoding chunk of cached positions; 0: off.
+  /// CPU only: compile the CUDA target's kernel transformations for the CPU
+  /// (one unit of work per kernel call, math approximated as on the GPU),
+  /// to test them where there is no GPU.
+  bool emulateCudaKernels = false;
 };
 
 /// The textual pass pipeline that runs the passes of `stage` alone (the step

@@ -169,5 +169,38 @@ TEST(LogitsParity, Avx2CodeAgreesToo) {
                "--cpu x86-64-v3");
 }
 
+TEST(LogitsParity, RotatedPairsSurviveAnyThreadCount) {
+  // 260 QKV rows (dim 220, 11 heads of 20, one kv head) split between 3 or
+  // 5 threads: the units are pairs of rows, so no split separates a rotated
+  // pair (splitting rows would put a boundary at an odd row).
+  ModelConfig c = shape(220, 300, 1, 11, 1, 512, 512, false);
+  std::string model = synthesizeModel(c, "pairs");
+  for (int threads : {3, 5})
+    expectParity(model, syntheticTokenizer(512), "pairs-" + std::to_string(threads), 24, threads);
+}
+
+// The CUDA target's kernel transformations compiled for the CPU
+// (--emulate-cuda-kernels: one unit of work per kernel call, the GPU's math
+// approximations), so they are checked where there is no GPU.
+TEST(LogitsParity, EmulatedCudaKernelsStories260K) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  expectParity(model, sharedModel("stories260K/tok512.bin"), "emulated-stories", 64, 2,
+               "--emulate-cuda-kernels");
+  expectPrefillParity(model, sharedModel("stories260K/tok512.bin"), "emulated-prefill-stories", 2,
+                      "--emulate-cuda-kernels");
+}
+
+TEST(LogitsParity, EmulatedCudaKernelsGqaOddWidthsLongContext) {
+  // Positions up to 600 (rotary angles far from the approximations' core
+  // range) across flash-decoding chunks, odd widths, a separate classifier.
+  ModelConfig c = shape(200, 520, 2, 10, 2, 512, 1024, false);
+  std::string model = synthesizeModel(c, "emulated-gqa");
+  expectParity(model, syntheticTokenizer(512), "emulated-gqa", 600, 2, "--emulate-cuda-kernels");
+  expectPrefillParity(model, syntheticTokenizer(512), "emulated-gqa-prefill", 2,
+                      "--emulate-cuda-kernels --prefill-chunk 12");
+}
+
 } // namespace
 } // namespace quill::test

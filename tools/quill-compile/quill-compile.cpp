@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
       cl::init(64), cl::cat(category));
   cl::opt<std::string> target(
       "target", cl::desc("Where the kernels run: cpu (default; an artifact) or cuda (NVIDIA "
-                         "GPUs through NVVM and PTX; --emit only, for now)"),
+                         "GPUs through NVVM and PTX; run with quill-run --device cuda)"),
       cl::init("cpu"), cl::cat(category));
   cl::opt<std::string> gpuArch("gpu-arch", cl::desc("The SM version the PTX is for (cuda)"),
                                cl::init("sm_90"), cl::cat(category));
@@ -71,6 +71,11 @@ int main(int argc, char **argv) {
       cl::desc("Cached positions per unit of split (flash-decoding) attention, used for caches of "
                "at least 4 chunks (0: never split)"),
       cl::init(256), cl::cat(category));
+  cl::opt<bool> emulateCuda(
+      "emulate-cuda-kernels",
+      cl::desc("For the CPU: apply the CUDA target's kernel transformations (one unit of work "
+               "per call, GPU math approximations), to test them without a GPU"),
+      cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -135,6 +140,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.pipeline.target = target == "cuda" ? quill::Target::Cuda : quill::Target::Cpu;
+  if (emulateCuda && options.pipeline.target != quill::Target::Cpu) {
+    llvm::errs() << "quill-compile: --emulate-cuda-kernels compiles for the CPU; drop "
+                    "--target=cuda\n";
+    return 1;
+  }
+  options.pipeline.emulateCudaKernels = emulateCuda;
   {
     // sm_XY or sm_XYa, as NVPTX names them.
     llvm::StringRef arch(gpuArch);

@@ -462,7 +462,8 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
 
 };
 
-/// quill.project_qkv: the rows [first, first + count) of W x (normalized
+/// quill.project_qkv: the rows [first, first + count) (a tile's pairs of
+/// rows) of W x (normalized
 /// first with norm_eps), Q and K rows rotated, and the K and V rows among
 /// them stored into row pos of the caches.
 struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
@@ -479,8 +480,12 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     float theta = op.getTheta().convertToFloat();
     OpFoldResult first = b.getIndexAttr(0), count = b.getIndexAttr(rows);
     if (op.isTiled()) {
-      first = op.getTile()[0];
-      count = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
+      // The tile counts pairs of rows.
+      Value two = arith::ConstantIndexOp::create(b, loc, 2);
+      first = arith::MulIOp::create(b, loc, op.getTile()[0], two).getResult();
+      count = arith::MulIOp::create(
+                  b, loc, arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]), two)
+                  .getResult();
     }
     Value raw = matVecRows(b, loc, weight, op.getInput(), first, count, width,
                            /*intermediate=*/true);
@@ -496,7 +501,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
           auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
           Value i = linalg::IndexOp::create(nb, l, 0);
           Value row = arith::AddIOp::create(nb, l, firstValue, i);
-          // Tiles start at even rows, so a pair never straddles two tiles.
+          // Tiles are whole pairs, so a pair never straddles two tiles.
           Value parity = arith::RemUIOp::create(nb, l, i, constant(2));
           Value pairStart = arith::SubIOp::create(nb, l, i, parity);
           Value v0 = tensor::ExtractOp::create(nb, l, raw, ValueRange{pairStart});

@@ -247,7 +247,8 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
     rotated (interleaved pairs, position `pos`); the K and V rows are also
     written into row `pos` of `keys` and `values`. Returns `y` and the
     updated caches. Inside a kernel, `tile [%b, %e]` restricts the op to
-    rows `[b, e)` of `y` (and the cache elements among them).
+    the pairs of rows `[b, e)`, rows `[2b, 2e)` of `y` (and the cache
+    elements among them): a rotated pair is never split.
 
     ```mlir
     %y, %k1, %v1 = quill.project_qkv %x, %w into %k, %v at %pos

@@ -81,6 +81,7 @@ struct ScalarFloor : OpRewritePattern<math::FloorOp> {
 };
 
 struct ApproximateMathPass : mlir::quill::impl::ApproximateMathBase<ApproximateMathPass> {
+  using ApproximateMathBase::ApproximateMathBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     math::populateExpansionPatterns(patterns, {"powf"});
@@ -90,6 +91,11 @@ struct ApproximateMathPass : mlir::quill::impl::ApproximateMathBase<ApproximateM
     });
     patterns.add<ScalarSqrt, ScalarFma, ScalarFloor>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
+    if (everywhere) {
+      if (failed(applyPatternsGreedily(getOperation(), frozen)))
+        signalPassFailure();
+      return;
+    }
     for (auto gpuModule : getOperation().getOps<gpu::GPUModuleOp>())
       if (failed(applyPatternsGreedily(gpuModule, frozen)))
         return signalPassFailure();

@@ -57,9 +57,12 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
-    tiling.work = rows;
-    tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows));
-    tiling.rowsPerUnit = 1;
+    // A QKV projection rotates pairs of rows: its unit is a pair, so no
+    // split of the work (threads, GPU threads) can separate one.
+    int64_t perUnit = isa<ProjectQKVOp>(op) ? 2 : 1;
+    tiling.work = rows / perUnit;
+    tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows) / perUnit);
+    tiling.rowsPerUnit = perUnit;
   } else if (auto partial = dyn_cast<AttentionPartialOp>(op)) {
     // One unit per kv head and chunk of positions: a row of the result.
     tiling.work = partial.getNumKvHeads() * partial.getChunks();

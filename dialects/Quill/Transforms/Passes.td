@@ -253,8 +253,14 @@ def SpecializeGpuUnits : Pass<"quill-specialize-gpu-units", "ModuleOp"> {
     %s = bufferization.alloc_tensor() : tensor<64x1xf32>
     ```
   }];
+  let options = [
+    Option<"loopUnits", "loop-units", "bool", /*default=*/"false",
+           "Keep K(..., begin, end) as a loop calling the specialized K_unit once per "
+           "unit: the GPU's kernels on the CPU (quill-compile --emulate-cuda-kernels)">
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::tensor::TensorDialect",
-                           "mlir::bufferization::BufferizationDialect"];
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::scf::SCFDialect", "mlir::func::FuncDialect"];
 }
 
 def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
@@ -298,6 +304,11 @@ def ApproximateMath : Pass<"quill-approximate-math", "ModuleOp"> {
     three Newton steps (relative error below 1e-6): the PTX needs nothing
     beyond the driver.
   }];
+  let options = [
+    Option<"everywhere", "everywhere", "bool", /*default=*/"false",
+           "Rewrite the whole module, not only GPU modules: the GPU's math on the CPU "
+           "(quill-compile --emulate-cuda-kernels)">
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::vector::VectorDialect"];
 }

@@ -39,13 +39,48 @@ struct ShrinkScratch : OpRewritePattern<tensor::ExtractSliceOp> {
 
 struct SpecializeGpuUnitsPass
     : mlir::quill::impl::SpecializeGpuUnitsBase<SpecializeGpuUnitsPass> {
+  using SpecializeGpuUnitsBase::SpecializeGpuUnitsBase;
+
+  /// The CPU's analog of the GPU launch: `kernel` becomes the private K_unit,
+  /// and a new K(..., begin, end) with its attributes calls it once per unit.
+  /// Returns K_unit, to be specialized.
+  static func::FuncOp loopOverUnits(func::FuncOp kernel) {
+    OpBuilder b(kernel);
+    Location loc = kernel.getLoc();
+    auto wrapper = func::FuncOp::create(b, loc, kernel.getName(), kernel.getFunctionType());
+    wrapper->setDiscardableAttrs(kernel->getDiscardableAttrDictionary());
+    if (ArrayAttr argAttrs = kernel.getAllArgAttrs())
+      wrapper.setAllArgAttrs(argAttrs);
+    std::string name = kernel.getName().str();
+    kernel.setName(name + "_unit");
+    kernel.setPrivate();
+    kernel->removeAttr("quill.kernel");
+    Block *entry = wrapper.addEntryBlock();
+    OpBuilder wb = OpBuilder::atBlockBegin(entry);
+    unsigned n = entry->getNumArguments();
+    Value one = arith::ConstantIndexOp::create(wb, loc, 1);
+    auto loop = scf::ForOp::create(wb, loc, entry->getArgument(n - 2), entry->getArgument(n - 1),
+                                   one);
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value unit = loop.getInductionVar();
+    SmallVector<Value> args(entry->getArguments().take_front(n - 2));
+    args.append({unit, arith::AddIOp::create(lb, loc, unit, one)});
+    func::CallOp::create(lb, loc, kernel, args);
+    func::ReturnOp::create(wb, loc);
+    return kernel;
+  }
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // Every kernel ends with (token, pos, begin, end): end becomes begin + 1.
-    for (auto kernel : getOperation().getOps<func::FuncOp>()) {
-      if (!kernel->hasAttr("quill.kernel") || kernel.isExternal() ||
-          kernel.getNumArguments() < 4)
-        continue;
+    SmallVector<func::FuncOp> kernels;
+    for (auto kernel : getOperation().getOps<func::FuncOp>())
+      if (kernel->hasAttr("quill.kernel") && !kernel.isExternal() &&
+          kernel.getNumArguments() >= 4)
+        kernels.push_back(kernel);
+    for (func::FuncOp kernel : kernels) {
+      if (loopUnits)
+        kernel = loopOverUnits(kernel);
       Block &entry = kernel.getBody().front();
       BlockArgument begin = entry.getArgument(entry.getNumArguments() - 2);
       BlockArgument end = entry.getArgument(entry.getNumArguments() - 1);

@@ -48,17 +48,19 @@ func.func @norm_prologue(%x: tensor<8xf32>, %w: tensor<4x8xf32>) -> tensor<4xf32
 
 // -----
 
-// project_qkv on a tile: rows [b, e) into a stack buffer, Q and K rows (row
-// < 12) rotated, then the K rows [8, 12) and V rows [12, 16) of the tile
-// (clamped, possibly empty) stored into row pos of the caches.
+// project_qkv on a tile of row pairs [b, e): rows [2b, 2e) into a stack
+// buffer, Q and K rows (row < 12) rotated, then the K rows [8, 12) and V
+// rows [12, 16) of the tile (clamped, possibly empty) stored into row pos of
+// the caches.
 // CHECK-LABEL: func.func @project_qkv_tile
 // CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: %[[FIRST:.*]] = arith.muli %[[B]], %c2
 // CHECK: bufferization.alloc_tensor() : tensor<16xf32>
 // CHECK: math.cos
 // CHECK: arith.cmpi ult, %{{.*}}, %c12
-// CHECK: arith.maxsi %[[B]], %c8
+// CHECK: arith.maxsi %[[FIRST]], %c8
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[POS]], %{{.*}}] [1, %{{.*}}] [1, 1] : tensor<?xf32> into tensor<32x4xf32>
-// CHECK: arith.maxsi %[[B]], %c12
+// CHECK: arith.maxsi %[[FIRST]], %c12
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[POS]], %{{.*}}] [1, %{{.*}}] [1, 1] : tensor<?xf32> into tensor<32x4xf32>
 func.func @project_qkv_tile(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index, %b: index, %e: index) -> (tensor<?xf32>, tensor<32x4xf32>, tensor<32x4xf32>) {
   %y, %k1, %v1 = quill.project_qkv %x, %w into %k, %v at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<8xf32>, tensor<16x8xf32>, tensor<32x4xf32> -> tensor<?xf32>
