@@ -84,7 +84,7 @@ std::vector<std::string> quill::syntheticShapeNames() {
 void quill::fillSyntheticTensor(const std::string &name,
                                 const std::vector<int64_t> &shape,
                                 uint64_t seed, int64_t firstElement, float *out,
-                                int64_t count) {
+                                int64_t count, int64_t period) {
   // Scale so a unit-RMS input gives outputs of RMS ~0.6 at every layer.
   const float fanIn = shape.size() == 2 ? float(shape[1]) : 1.0f;
   float center = 0.0f, halfWidth = 1.0f / std::sqrt(fanIn);
@@ -105,7 +105,10 @@ void quill::fillSyntheticTensor(const std::string &name,
   for (int64_t i = 0; i < count; ++i) {
     // splitmix64 is a counter generator: element k is mix(base + (k+1)*gamma),
     // so any chunk can be generated on its own.
-    uint64_t bits = mix64(base + uint64_t(firstElement + i + 1) * kGoldenGamma);
+    int64_t k = firstElement + i;
+    if (period > 0)
+      k %= period;
+    uint64_t bits = mix64(base + uint64_t(k + 1) * kGoldenGamma);
     float unit = float(bits >> 40) * (1.0f / 16777216.0f); // [0, 1)
     out[i] = center + halfWidth * (2.0f * unit - 1.0f);
   }
@@ -113,7 +116,7 @@ void quill::fillSyntheticTensor(const std::string &name,
 
 Status quill::writeSyntheticModel(const std::string &path,
                                   const ModelConfig &config, int formatVersion,
-                                  uint64_t seed) {
+                                  uint64_t seed, int64_t period) {
   if (formatVersion != 0 && formatVersion != 1)
     return Status::error(path + ": unknown llama2.c format version " +
                          std::to_string(formatVersion));
@@ -161,7 +164,7 @@ Status quill::writeSyntheticModel(const std::string &path,
       int64_t count = std::min(kChunk, total - start);
       if (block.isWeight) {
         fillSyntheticTensor(block.name, block.shape, seed, start, buffer.data(),
-                            count);
+                            count, period);
       } else {
         // The legacy RoPE tables, as llama2.c's export computes them:
         // cos/sin(pos * theta^(-2i/head_size)), row = pos, column = i.

@@ -24,16 +24,19 @@ std::vector<std::string> syntheticShapeNames();
 /// regenerated without the file. Matrices are uniform in +-1/sqrt(fan_in),
 /// norms in 1 +- 0.1, embedding rows of norm ~1 (tied logits spread ~1), and
 /// a separate classifier in +-5/sqrt(dim) (logits spread ~3).
-/// `firstElement` lets a caller generate a large tensor in chunks.
+/// `firstElement` lets a caller generate a large tensor in chunks. With
+/// `period` > 0 element k takes element k % period's value: the same value
+/// distribution, in a file that compresses to almost nothing.
 void fillSyntheticTensor(const std::string &name,
                          const std::vector<int64_t> &shape, uint64_t seed,
-                         int64_t firstElement, float *out, int64_t count);
+                         int64_t firstElement, float *out, int64_t count,
+                         int64_t period = 0);
 
 /// Writes a llama2.c checkpoint (`formatVersion` 0 legacy, 1 v1) of `config`'s
 /// shape with fillSyntheticTensor weights. Streams in small chunks, so memory
 /// use does not grow with the model. On failure the partial file is removed.
 Status writeSyntheticModel(const std::string &path, const ModelConfig &config,
-                           int formatVersion, uint64_t seed);
+                           int formatVersion, uint64_t seed, int64_t period = 0);
 
 /// Writes a llama2.c tokenizer.bin of `vocabSize` (>= 260) tokens for
 /// synthetic models: <unk>, BOS, EOS, the 256 byte tokens <0x00>..<0xFF>,

@@ -19,6 +19,8 @@ CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver)
       kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen, /*hostMemory=*/false) {}
 
 CudaDevice::~CudaDevice() {
+  if (context_)
+    driver_.ctxSetCurrent(context_);
   for (CudaDriver::DevicePtr p : {weights_, kv_, scratch_, input_})
     if (p)
       driver_.memFree(p);
@@ -128,6 +130,9 @@ void CudaDevice::fail(const Status &status) const {
 
 void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
                      int32_t token, int32_t pos) {
+  // The context is current per thread; the caller's may not be the creator.
+  if (Status s = driver_.check(driver_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !s)
+    fail(s);
   std::vector<uint64_t> values;
   std::vector<void *> params;
   for (const Launch &launch : launches) {
@@ -168,6 +173,8 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
 
 double CudaDevice::measureOwnBandwidthGBs() {
   const CudaDriver &cu = driver_;
+  if (cu.ctxSetCurrent(context_) != 0)
+    return 0;
   // The largest buffer pair that fits, from 1 GiB down: far beyond any cache.
   CudaDriver::DevicePtr from = 0, to = 0;
   size_t bytes = size_t(1) << 30;

@@ -81,11 +81,21 @@ void expectOneLineFailure(const CommandResult &r, const std::string &prefix) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+/// $QUILL_GPU_ARTIFACTS/NAME where that is set: artifacts compiled
+/// elsewhere and carried to a GPU machine that has no quill-compile (see
+/// scripts/gpu/); else "".
+std::string carried(const std::string &name) {
+  const char *dir = std::getenv("QUILL_GPU_ARTIFACTS");
+  return dir && *dir ? std::string(dir) + "/" + name : "";
+}
+
 /// stories260K compiled for CUDA (once per test binary), or "" to skip.
 std::string storiesCudaArtifact() {
   static std::string path;
   if (!path.empty())
     return path;
+  if (std::string c = carried("stories260K-cuda.qm"); !c.empty())
+    return path = c;
   std::string model = sharedModel("stories260K/stories260K.bin");
   std::string tokenizer = sharedModel("stories260K/tok512.bin");
   if (model.empty() || tokenizer.empty())
@@ -216,7 +226,9 @@ TEST_F(CudaArtifact, BenchReportsTheDevicesOwnBandwidth) {
 TEST(CudaOnGpu, Greedy200TokensFromBosMatchLlama2c) {
   REQUIRE_GPU();
   std::string artifact = storiesCudaArtifact();
-  std::string expected = sharedModel("stories260K/expected-greedy-200.txt");
+  std::string expected = carried("expected-greedy-200.txt");
+  if (expected.empty())
+    expected = sharedModel("stories260K/expected-greedy-200.txt");
   if (artifact.empty() || expected.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
   CommandResult r =
@@ -232,8 +244,10 @@ TEST(CudaOnGpu, LogitsOfEveryStepMatchTheCpu) {
   std::string gpuPath = storiesCudaArtifact();
   if (gpuPath.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string cpuPath = compileArtifact(sharedModel("stories260K/stories260K.bin"),
-                                        sharedModel("stories260K/tok512.bin"), "stories-cpu");
+  std::string cpuPath = carried("stories260K-cpu.qm");
+  if (cpuPath.empty())
+    cpuPath = compileArtifact(sharedModel("stories260K/stories260K.bin"),
+                              sharedModel("stories260K/tok512.bin"), "stories-cpu");
   LoadedArtifact cpu = load(cpuPath, 1);
   ASSERT_TRUE(cpu.device);
   auto gpuArtifact = Artifact::open(gpuPath);

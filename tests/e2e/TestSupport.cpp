@@ -22,7 +22,12 @@ std::string sharedModel(const std::string &relative) {
   return fs::exists(path) ? path.string() : "";
 }
 
-std::string tool(const std::string &name) { return std::string(QUILL_BIN_DIR) + "/" + name; }
+std::string tool(const std::string &name) {
+  // $QUILL_BIN_DIR: the tools elsewhere than the build tree (a copy carried
+  // to a GPU machine, see scripts/gpu/).
+  const char *dir = std::getenv("QUILL_BIN_DIR");
+  return std::string(dir && *dir ? dir : QUILL_BIN_DIR) + "/" + name;
+}
 
 namespace {
 struct TempRoot {

@@ -10,7 +10,7 @@ namespace quill::test {
 
 /// ../shared/models/... path, or "" when ../shared is absent.
 std::string sharedModel(const std::string &relative);
-/// build/bin/NAME.
+/// build/bin/NAME, or $QUILL_BIN_DIR/NAME when that is set.
 std::string tool(const std::string &name);
 /// A fresh directory under the system temp dir, removed at exit.
 std::string tempDir();

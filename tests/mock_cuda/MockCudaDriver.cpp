@@ -8,6 +8,7 @@
 // prints one "mock-cuda:" line and fails the call.
 //
 // MOCK_CUDA_FAIL=init makes cuInit report that there is no device;
+// MOCK_CUDA_MEMORY_MB sets the device memory (default 256 MiB);
 // MOCK_CUDA_REPORT=1 prints the counts at exit (launches, live allocations).
 #include <cstdint>
 #include <cstdio>
@@ -24,8 +25,15 @@ using Result = int;
 using DevicePtr = unsigned long long;
 constexpr Result kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
                  kInvalidPtx = 218, kNotFound = 500;
-/// The stand-in device's memory: small, so the bandwidth probe stays cheap.
-constexpr uint64_t kMemoryBytes = uint64_t(256) << 20;
+/// The stand-in device's memory: 256 MiB unless MOCK_CUDA_MEMORY_MB says
+/// otherwise; small, so the bandwidth probe stays cheap.
+uint64_t memoryBytes() {
+  static const uint64_t bytes = [] {
+    const char *mb = std::getenv("MOCK_CUDA_MEMORY_MB");
+    return (mb && *mb ? std::strtoull(mb, nullptr, 10) : 256) << 20;
+  }();
+  return bytes;
+}
 
 struct Entry {
   std::string name;
@@ -174,7 +182,7 @@ Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes == 0)
     return kInvalidValue;
-  if (s.inUse + bytes > kMemoryBytes)
+  if (s.inUse + bytes > memoryBytes())
     return kOutOfMemory;
   void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!memory)

@@ -242,6 +242,22 @@ TEST_F(Llama2cSynthetic, LegacyAndV1HoldTheGeneratedValues) {
   EXPECT_FALSE(sameData(*a->find("layers.1.wq"), *other->find("layers.1.wq")));
 }
 
+TEST(SyntheticTensor, PeriodRepeatsTheSameValues) {
+  // --period N: element k holds element k % N's value, and the first period
+  // is the unrepeated tensor's.
+  const std::vector<int64_t> shape = {64, 100};
+  std::vector<float> plain(6400), periodic(6400), tail(100);
+  fillSyntheticTensor("layers.0.wq", shape, 3, 0, plain.data(), 6400);
+  fillSyntheticTensor("layers.0.wq", shape, 3, 0, periodic.data(), 6400, /*period=*/1000);
+  EXPECT_EQ(std::memcmp(plain.data(), periodic.data(), 1000 * sizeof(float)), 0);
+  for (int64_t k = 1000; k < 6400; ++k)
+    ASSERT_EQ(periodic[k], periodic[k % 1000]) << k;
+  EXPECT_NE(std::memcmp(plain.data() + 1000, periodic.data() + 1000, 1000 * sizeof(float)), 0);
+  // Chunks agree with the whole.
+  fillSyntheticTensor("layers.0.wq", shape, 3, 2500, tail.data(), 100, 1000);
+  EXPECT_EQ(std::memcmp(tail.data(), periodic.data() + 2500, 100 * sizeof(float)), 0);
+}
+
 TEST_F(Llama2cSynthetic, SeparateClassifier) {
   ModelConfig c = tinyConfig();
   c.sharedClassifier = false;

@@ -18,9 +18,12 @@ const char *const kUsage =
     "--layers N --heads N --kv-heads N --vocab N --seq-len N) -o FILE\n"
     "                   [--format legacy|v1] [--seed N] "
     "[--separate-classifier]\n"
-    "                   [--tokenizer-out FILE]\n"
+    "                   [--tokenizer-out FILE] [--period N]\n"
     "  With --shape, the custom flags override single fields of that shape.\n"
-    "  --tokenizer-out also writes a matching byte-fallback tokenizer.bin.\n";
+    "  --tokenizer-out also writes a matching byte-fallback tokenizer.bin.\n"
+    "  --period N repeats each tensor's values every N elements: the same value\n"
+    "  distribution in a file (and artifact) that compresses to almost nothing,\n"
+    "  to carry large shapes to a benchmark machine.\n";
 
 /// Prints one line on stderr and returns the exit code for bad usage.
 int fail(const std::string &message) {
@@ -45,6 +48,7 @@ std::optional<int64_t> parseInt(const char *text, int64_t lo, int64_t hi) {
 int main(int argc, char **argv) {
   std::string shapeName, output, tokenizerOut, format = "legacy";
   uint64_t seed = 0;
+  int64_t period = 0;
   bool separateClassifier = false;
   // Custom fields, in ModelConfig order; unset ones come from --shape.
   const char *const kFieldFlags[7] = {"--dim",    "--hidden",   "--layers",
@@ -81,6 +85,11 @@ int main(int argc, char **argv) {
         return fail("--seed expects a non-negative integer, got '" +
                     std::string(value) + "'");
       seed = uint64_t(*v);
+    } else if (flag == "--period") {
+      std::optional<int64_t> v = parseInt(value, 1, INT64_MAX);
+      if (!v)
+        return fail("--period expects a positive integer, got '" + std::string(value) + "'");
+      period = *v;
     } else {
       int field = -1;
       for (int f = 0; f < 7; ++f)
@@ -122,7 +131,7 @@ int main(int argc, char **argv) {
     if (Status s = writeSyntheticTokenizer(tokenizerOut, config.vocabSize); !s)
       return fail(s.message());
   if (Status s =
-          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed);
+          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed, period);
       !s)
     return fail(s.message());
   std::printf("wrote %s: %s, dim %d hidden %d layers %d heads %d kv-heads %d "

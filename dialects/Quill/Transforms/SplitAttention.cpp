@@ -31,7 +31,7 @@ struct SplitAttentionPass : mlir::quill::impl::SplitAttentionBase<SplitAttention
       int64_t chunks = (context + chunk - 1) / chunk;
       int64_t rowWidth = (op.getNumHeads() / op.getNumKvHeads()) * (op.getHeadDim() + 2);
       auto partialType =
-          RankedTensorType::get({op.getNumKvHeads() * chunks, rowWidth}, b.getF32Type());
+          RankedTensorType::get({int64_t(op.getNumKvHeads()) * chunks, rowWidth}, b.getF32Type());
       Value partials = AttentionPartialOp::create(
           b, op.getLoc(), partialType, op.getQuery(), op.getKeys(), op.getValues(), op.getPos(),
           op.getNumHeadsAttr(), op.getNumKvHeadsAttr(), b.getI64IntegerAttr(chunk), ValueRange{});

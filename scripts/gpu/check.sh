@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the repository root, with .gpu-carry/ from
+# scripts/gpu/prepare.sh: the CUDA path's correctness tests (stories260K's
+# golden text, the logits of 64 steps against the CPU) and the speed of the
+# 110m and 1b shapes (quill-run --bench --device cuda). Everything it
+# prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+carry=$PWD/.gpu-carry
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export QUILL_BIN_DIR=$carry/bin QUILL_GPU_ARTIFACTS=$carry/artifacts
+log=$out/check.log
+say() { echo "$@" | tee -a "$log"; }
+
+: > "$log"
+say "== $(date -u +%FT%TZ) $(uname -m)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$log"
+status=0
+
+say "== correctness (CudaOnGpu.*)"
+"$carry/bin/quill-e2e-tests" --gtest_filter='CudaOnGpu.*' 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+for shape in 110m 1b; do
+  say "== $shape"
+  artifact=/tmp/$shape-cuda.qm
+  python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(lzma.open(sys.argv[1])), open(sys.argv[2], 'wb'), 1 << 24)" \
+    "$carry/artifacts/$shape-cuda.qm.xz.xz" "$artifact" || { status=1; continue; }
+  "$carry/bin/quill-run" "$artifact" --device cuda -n 16 --temp 0 --verbose 2>&1 | tail -n 6 | tee -a "$log"
+  "$carry/bin/quill-run" "$artifact" --device cuda --bench 2>&1 | tee -a "$log"
+  "$carry/bin/quill-run" "$artifact" --device cuda --bench --json > "$out/bench-$shape.json" 2>> "$log" ||
+    status=1
+  rm -f "$artifact"
+done
+say "== status $status"
+exit $status

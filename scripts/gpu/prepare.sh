@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepares .gpu-carry/ for scripts/gpu/check.sh on a GPU machine that has the
+# CUDA driver but no LLVM 22 (so no quill-compile): the runtime's binaries and
+# libtbb, stories260K compiled for CUDA and for a portable CPU (the golden
+# and logit tests), and the 110m and 1b shapes compiled for CUDA from
+# synthetic weights that repeat every 4096 values (the speed of a step does
+# not depend on the values; such artifacts compress to about 10 MB), xz
+# compressed twice. Run after scripts/build.sh; the folder stays under 60 MiB so
+# the device tool can carry it (carry: [".gpu-carry"]).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=build/bin
+carry=.gpu-carry
+shared=${QUILL_SHARED_DIR:-../shared}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+rm -rf "$carry"
+mkdir -p "$carry/bin" "$carry/lib" "$carry/artifacts"
+cp "$bin/quill-run" "$bin/quill-e2e-tests" "$carry/bin/"
+strip "$carry/bin/"* 2>/dev/null || true
+# The shared libraries quill-run needs beyond glibc and libstdc++.
+for lib in $(ldd "$bin/quill-run" "$bin/quill-e2e-tests" | awk '/libtbb/ {print $3}' | sort -u); do
+  cp -L "$lib" "$carry/lib/"
+done
+
+stories=$shared/models/stories260K
+"$bin/quill-compile" "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" \
+  --target=cuda -o "$carry/artifacts/stories260K-cuda.qm"
+"$bin/quill-compile" "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" \
+  --cpu x86-64-v3 -o "$carry/artifacts/stories260K-cpu.qm"
+cp "$stories/expected-greedy-200.txt" "$carry/artifacts/"
+
+for shape in 110m 1b; do
+  "$bin/quill-synth" --shape "$shape" --period 4096 -o "$work/$shape.bin" \
+    --tokenizer-out "$work/$shape-tok.bin" > /dev/null
+  "$bin/quill-compile" "$work/$shape.bin" --tokenizer "$work/$shape-tok.bin" --target=cuda \
+    -o "$work/$shape-cuda.qm"
+  rm "$work/$shape.bin"
+  # Twice: LZMA's matches are at most 273 bytes, so the first pass leaves a
+  # stream of near-identical match codes that a second pass shrinks ~5x.
+  xz -1 -T2 -c "$work/$shape-cuda.qm" | xz -9 -T2 -c > "$carry/artifacts/$shape-cuda.qm.xz.xz"
+  rm "$work/$shape-cuda.qm"
+done
+
+size=$(du -sb "$carry" | cut -f1)
+echo "prepare: $carry holds $((size / 1048576)) MiB"
+if [ "$size" -gt $((60 * 1048576)) ]; then
+  echo "prepare: $carry is over 60 MiB; the device tool carries 64 MiB at most" >&2
+  exit 1
+fi
