@@ -86,7 +86,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   context.loadAllAvailableDialects();
   std::string modelName = (*model)->name();
   BatchStepShape batch;
-  batch.rows = options.batchRows;
+  // The CUDA device runs one sequence: no batch step to compile.
+  batch.rows = cuda ? 0 : options.batchRows;
   batch.blockSize = options.kvBlockSize;
   mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(
       context, config, modelName, std::min<int64_t>(options.prefillTokens, config.seqLen), batch);

@@ -75,18 +75,19 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
   r.prefillTokensPerS = promptTokens / prefillSeconds;
   r.decodeTokensPerS = decodeTokens / decodeSeconds;
 
-  if (double own = device.measureOwnBandwidthGBs(); own > 0) {
-    // A GPU: its memory's bandwidth; no FMA probe runs there.
-    r.device = device.name();
-    r.bandwidthGBs = own;
+  r.device = device.name();
+  if (r.device != "cpu") {
+    // A GPU: its memory's bandwidth (0 if the probe failed); no FMA probe.
+    r.bandwidthGBs = device.measureOwnBandwidthGBs();
   } else {
     r.bandwidthGBs = measureReadBandwidth(arena);
     r.fmaGFlops = measureFmaPeak(arena);
   }
   r.weightBytesPerToken = weightBytesPerToken(config);
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
-  r.decodeFractionOfBandwidth =
-      r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
+  if (r.bandwidthGBs > 0)
+    r.decodeFractionOfBandwidth =
+        r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
   if (r.fmaGFlops > 0)
     r.prefillFractionOfFmaPeak =
         r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);

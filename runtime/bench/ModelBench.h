@@ -14,7 +14,8 @@ namespace quill {
 
 struct ModelBenchReport {
   /// "cpu", or the device whose own memory bandwidth was probed (then the
-  /// FMA peak is not probed and its fields stay 0).
+  /// FMA peak is not probed and its fields stay 0; a failed probe leaves the
+  /// bandwidth and decode's fraction 0).
   std::string device = "cpu";
   int threads = 0;
   int promptTokens = 0, decodeTokens = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 
@@ -93,14 +94,25 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
 
 Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
                            CudaDriver::DevicePtr &logits) {
-  std::map<std::string, void *> functions;
+  struct Function {
+    void *handle = nullptr;
+    unsigned block = kBlock;
+  };
+  std::map<std::string, Function> functions;
   for (const std::string &kernel : schedule.kernels) {
-    void *function = nullptr;
-    if (Status s = driver_.check(driver_.moduleGetFunction(&function, module_, kernel.c_str()),
+    Function f;
+    if (Status s = driver_.check(driver_.moduleGetFunction(&f.handle, module_, kernel.c_str()),
                                  artifact_.path() + ": kernel " + kernel);
         !s)
       return s;
-    functions[kernel] = function;
+    // A kernel heavy in registers may allow fewer threads per block.
+    int maxThreads = 0, localBytes = 0;
+    if (driver_.funcGetAttribute(&maxThreads, CudaDriver::kMaxThreadsPerBlock, f.handle) == 0 &&
+        maxThreads > 0)
+      f.block = std::min<unsigned>(kBlock, unsigned(maxThreads));
+    if (driver_.funcGetAttribute(&localBytes, CudaDriver::kLocalSizeBytes, f.handle) == 0)
+      largestLocalBytes_ = std::max(largestLocalBytes_, localBytes);
+    functions[kernel] = f;
   }
   auto address = [&](const Binding &b) -> CudaDriver::DevicePtr {
     switch (b.space) {
@@ -114,7 +126,8 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
   };
   for (const Dispatch &d : schedule.dispatches) {
     const std::string &name = schedule.kernels[d.kernel];
-    Launch launch{functions[name], {}, d.work, d.liveRows, &name};
+    const Function &f = functions[name];
+    Launch launch{f.handle, f.block, {}, d.work, d.liveRows, &name};
     for (const Binding &b : d.bindings)
       launch.pointers.push_back(address(b));
     launches.push_back(std::move(launch));
@@ -124,15 +137,18 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
 }
 
 void CudaDevice::fail(const Status &status) const {
-  std::fprintf(stderr, "quill-run: %s\n", status.message().c_str());
+  // Device::step cannot return an error, and a failed launch leaves the
+  // cache in an unknown state: one line, then the process ends.
+  std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, status.message().c_str());
   std::exit(1);
+}
+
+Status CudaDevice::makeCurrent() const {
+  return driver_.check(driver_.ctxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
 void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
                      int32_t token, int32_t pos) {
-  // The context is current per thread; the caller's may not be the creator.
-  if (Status s = driver_.check(driver_.ctxSetCurrent(context_), "cuCtxSetCurrent"); !s)
-    fail(s);
   std::vector<uint64_t> values;
   std::vector<void *> params;
   for (const Launch &launch : launches) {
@@ -146,8 +162,8 @@ void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr 
     params.clear();
     for (uint64_t &value : values)
       params.push_back(&value);
-    unsigned blocks = static_cast<unsigned>((work + kBlock - 1) / kBlock);
-    if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, kBlock, 1,
+    unsigned blocks = static_cast<unsigned>((work + launch.block - 1) / launch.block);
+    if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block, 1,
                                                       1, 0, nullptr, params.data(), nullptr),
                                  "launching kernel " + *launch.name);
         !s)
@@ -160,9 +176,15 @@ void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr 
     fail(s);
 }
 
-void CudaDevice::step(int32_t token, int32_t pos) { run(launches_, stepLogits_, token, pos); }
+void CudaDevice::step(int32_t token, int32_t pos) {
+  if (Status s = makeCurrent(); !s)
+    fail(s);
+  run(launches_, stepLogits_, token, pos);
+}
 
 void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
+  if (Status s = makeCurrent(); !s)
+    fail(s);
   if (Status s = driver_.check(
           driver_.memcpyHtoD(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_)),
           "copying the prompt to the GPU");
@@ -173,7 +195,7 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
 
 double CudaDevice::measureOwnBandwidthGBs() {
   const CudaDriver &cu = driver_;
-  if (cu.ctxSetCurrent(context_) != 0)
+  if (!makeCurrent())
     return 0;
   // The largest buffer pair that fits, from 1 GiB down: far beyond any cache.
   CudaDriver::DevicePtr from = 0, to = 0;
@@ -209,7 +231,8 @@ double CudaDevice::measureOwnBandwidthGBs() {
 
 std::string CudaDevice::describe() const {
   return "device: cuda, " + deviceName_ + ", " + std::to_string(launches_.size()) +
-         " kernel launches per step, one thread per unit of work, " +
+         " kernel launches per step, one thread per unit of work, at most " +
+         std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
          (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
                         : std::string("no prefill step")) +
          ", " + artifact_.target();

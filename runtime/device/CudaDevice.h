@@ -1,10 +1,13 @@
 // The CUDA implementation of Device: the artifact's PTX kernels, launched in
 // schedule order on the default stream, weights and caches in device memory.
 //
-// Status: written against the driver API and checked here only up to "no
-// driver"; no GPU was available when it was written, so its first run on
-// one is its first test (tests/e2e/CudaTargetTest.cpp runs the golden text
-// where a GPU is present).
+// Status: checked against a stand-in driver (tests/mock_cuda: launches
+// against the PTX, copies, leaks) but not yet run on a GPU; the GPU tests in
+// tests/e2e/CudaTargetTest.cpp (golden text, logits against the CPU) run
+// where one is present (scripts/gpu/check.sh).
+//
+// The CUDA context is made current on whichever thread calls; the device
+// keeps a reference to the artifact, which must outlive it.
 #pragma once
 
 #include "runtime/artifact/Artifact.h"
@@ -41,6 +44,7 @@ private:
   /// then token, pos and work, filled at launch), and its work.
   struct Launch {
     void *function;
+    unsigned block;       ///< Threads per block: 128, or fewer if the kernel needs.
     std::vector<CudaDriver::DevicePtr> pointers;
     int64_t work;
     bool liveRows; ///< Work is capped by the token argument (rows in use).
@@ -56,6 +60,8 @@ private:
   void run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits, int32_t token,
            int32_t pos);
   void fail(const Status &status) const;
+  /// Makes the context current on the calling thread (CUDA's is per thread).
+  Status makeCurrent() const;
 
   const Artifact &artifact_;
   CudaDriver driver_;
@@ -63,6 +69,7 @@ private:
   void *context_ = nullptr;
   void *module_ = nullptr;
   std::string deviceName_;
+  int largestLocalBytes_ = 0; ///< Per thread, over the launched kernels.
   CudaDriver::DevicePtr weights_ = 0, kv_ = 0, scratch_ = 0, input_ = 0;
   std::vector<Launch> launches_, prefillLaunches_;
   CudaDriver::DevicePtr stepLogits_ = 0, prefillLogits_ = 0;

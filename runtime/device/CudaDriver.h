@@ -25,6 +25,7 @@ struct CudaDriver {
   Result (*moduleLoadData)(void **, const void *) = nullptr;
   Result (*moduleUnload)(void *) = nullptr;
   Result (*moduleGetFunction)(void **, void *, const char *) = nullptr;
+  Result (*funcGetAttribute)(int *, int, void *) = nullptr;
   Result (*memAlloc)(DevicePtr *, size_t) = nullptr;
   Result (*memFree)(DevicePtr) = nullptr;
   Result (*memcpyHtoD)(DevicePtr, const void *, size_t) = nullptr;
@@ -34,6 +35,9 @@ struct CudaDriver {
   Result (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, void *, void **, void **) = nullptr;
   Result (*getErrorString)(Result, const char **) = nullptr;
+
+  /// CUfunction_attribute values used here.
+  static constexpr int kMaxThreadsPerBlock = 0, kLocalSizeBytes = 3;
 
   /// Loads libcuda.so.1 (or $QUILL_CUDA_DRIVER) and binds every function;
   /// fails naming what is missing. The library stays loaded for the process.

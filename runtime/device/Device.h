@@ -15,7 +15,7 @@ namespace quill {
 class Device {
 public:
   virtual ~Device() = default;
-  /// "cpu", later "cuda".
+  /// "cpu" or "cuda".
   virtual const char *name() const = 0;
   /// Runs the compiled step for `token` at position `pos`: writes that
   /// position's keys and values into the cache and computes the logits.
@@ -53,8 +53,8 @@ public:
   /// A line or two on what runs where, for --verbose.
   virtual std::string describe() const = 0;
 
-  /// A device with its own memory measures its own read bandwidth (GB/s) for
-  /// the benchmark's fractions; 0 means the host's probes apply.
+  /// A device with its own memory measures its own bandwidth (GB/s, bytes
+  /// read and written) for the benchmark's fractions; 0: not measured.
   virtual double measureOwnBandwidthGBs() { return 0; }
 };
 

@@ -5,12 +5,13 @@
 # 110m and 1b shapes (quill-run --bench --device cuda). Everything it
 # prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 carry=$PWD/.gpu-carry
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export QUILL_BIN_DIR=$carry/bin QUILL_GPU_ARTIFACTS=$carry/artifacts
+# The GPU tests fail, rather than skip, where the driver or GPU is missing.
+export QUILL_BIN_DIR=$carry/bin QUILL_GPU_ARTIFACTS=$carry/artifacts QUILL_REQUIRE_GPU=1
 log=$out/check.log
 say() { echo "$@" | tee -a "$log"; }
 
@@ -29,7 +30,9 @@ for shape in 110m 1b; do
   python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(lzma.open(sys.argv[1])), open(sys.argv[2], 'wb'), 1 << 24)" \
     "$carry/artifacts/$shape-cuda.qm.xz.xz" "$artifact" || { status=1; continue; }
   "$carry/bin/quill-run" "$artifact" --device cuda -n 16 --temp 0 --verbose 2>&1 | tail -n 6 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$carry/bin/quill-run" "$artifact" --device cuda --bench 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$carry/bin/quill-run" "$artifact" --device cuda --bench --json > "$out/bench-$shape.json" 2>> "$log" ||
     status=1
   rm -f "$artifact"

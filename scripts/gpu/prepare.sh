@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Prepares .gpu-carry/ for scripts/gpu/check.sh on a GPU machine that has the
 # CUDA driver but no LLVM 22 (so no quill-compile): the runtime's binaries and
-# libtbb, stories260K compiled for CUDA and for a portable CPU (the golden
+# libtbb, stories260K compiled for CUDA and for any x86-64-v3 (AVX2) CPU (the golden
 # and logit tests), and the 110m and 1b shapes compiled for CUDA from
 # synthetic weights that repeat every 4096 values (the speed of a step does
 # not depend on the values; such artifacts compress to about 10 MB), xz
 # compressed twice. Run after scripts/build.sh; the folder stays under 60 MiB so
 # the device tool can carry it (carry: [".gpu-carry"]).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 bin=build/bin
 carry=.gpu-carry
 shared=${QUILL_SHARED_DIR:-../shared}

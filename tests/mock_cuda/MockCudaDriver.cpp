@@ -2,9 +2,11 @@
 // driver API on machines without a GPU (QUILL_CUDA_DRIVER points quill-run
 // at it). "Device memory" is host memory; kernels are not run, but every
 // launch is checked against the PTX the module was loaded from: the entry
-// exists, it gets exactly its parameters, every pointer parameter points
+// exists, its pointer parameters come first and its three scalars last,
+// every pointer parameter points
 // into a live allocation, and the grid covers the work (the last parameter)
-// without a wholly idle block. Copies are bounds-checked. Any violation
+// without a wholly idle block. Copies are bounds-checked, and every call
+// that needs one checks for a current context (per thread). Any violation
 // prints one "mock-cuda:" line and fails the call.
 //
 // MOCK_CUDA_FAIL=init makes cuInit report that there is no device;
@@ -24,7 +26,7 @@ namespace {
 using Result = int;
 using DevicePtr = unsigned long long;
 constexpr Result kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
-                 kInvalidPtx = 218, kNotFound = 500;
+                 kInvalidContext = 201, kInvalidPtx = 218, kNotFound = 500;
 /// The stand-in device's memory: 256 MiB unless MOCK_CUDA_MEMORY_MB says
 /// otherwise; small, so the bandwidth probe stays cheap.
 uint64_t memoryBytes() {
@@ -38,7 +40,12 @@ uint64_t memoryBytes() {
 struct Entry {
   std::string name;
   std::vector<bool> pointer; ///< Per parameter: a .ptr parameter.
+  int localBytes = 0;        ///< Its __local_depot, per thread.
 };
+
+/// The context current on this thread (CUDA's is per thread): memory, copy
+/// and launch calls fail without one, as the driver's do.
+thread_local void *current = nullptr;
 
 struct Module {
   std::vector<Entry> entries;
@@ -101,6 +108,12 @@ bool parsePtx(const char *text, Module &module) {
       size_t end = ptx.find('\n', line);
       entry.pointer.push_back(ptx.substr(line, end - line).find(".ptr") != std::string::npos);
     }
+    size_t next = ptx.find(marker, close);
+    size_t depot = ptx.find("__local_depot", close);
+    if (depot != std::string::npos && depot < next) {
+      size_t open = ptx.find('[', depot);
+      entry.localBytes = std::atoi(ptx.c_str() + open + 1);
+    }
     module.entries.push_back(std::move(entry));
   }
   return !module.entries.empty();
@@ -126,6 +139,7 @@ Result cuGetErrorString(Result error, const char **message) {
   case kInvalidValue: *message = "invalid argument"; break;
   case kOutOfMemory: *message = "out of memory"; break;
   case kInvalidPtx: *message = "a PTX JIT compilation failed"; break;
+  case kInvalidContext: *message = "invalid device context"; break;
   case kNotFound: *message = "named symbol not found"; break;
   default: *message = "unknown error"; break;
   }
@@ -150,10 +164,15 @@ Result cuDevicePrimaryCtxRetain(void **context, int) {
   return kSuccess;
 }
 Result cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
-Result cuCtxSetCurrent(void *context) { return context ? kSuccess : kInvalidValue; }
+Result cuCtxSetCurrent(void *context) {
+  current = context;
+  return kSuccess;
+}
 Result cuCtxSynchronize() { return kSuccess; }
 
 Result cuModuleLoadData(void **module, const void *image) {
+  if (!current)
+    return failWith(kInvalidContext, "cuModuleLoadData: no current context on this thread");
   auto *m = new Module;
   if (!image || !parsePtx(static_cast<const char *>(image), *m)) {
     delete m;
@@ -177,7 +196,20 @@ Result cuModuleGetFunction(void **function, void *module, const char *name) {
   return failWith(kNotFound, std::string("cuModuleGetFunction: no entry ") + name);
 }
 
+Result cuFuncGetAttribute(int *value, int attribute, void *function) {
+  const auto *entry = static_cast<const Entry *>(function);
+  if (!entry)
+    return kInvalidValue;
+  switch (attribute) {
+  case 0: *value = 1024; return kSuccess; // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  case 3: *value = entry->localBytes; return kSuccess; // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+  default: return kInvalidValue;
+  }
+}
+
 Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemAlloc: no current context on this thread");
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes == 0)
@@ -194,6 +226,8 @@ Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
 }
 
 Result cuMemFree_v2(DevicePtr p) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemFree: no current context on this thread");
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.allocations.find(p);
@@ -206,6 +240,8 @@ Result cuMemFree_v2(DevicePtr p) {
 }
 
 Result cuMemcpyHtoD_v2(DevicePtr to, const void *from, size_t bytes) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemcpyHtoD: no current context on this thread");
   if (!inside(to, bytes))
     return failWith(kInvalidValue, "cuMemcpyHtoD: destination outside an allocation");
   std::memcpy(reinterpret_cast<void *>(uintptr_t(to)), from, bytes);
@@ -214,6 +250,8 @@ Result cuMemcpyHtoD_v2(DevicePtr to, const void *from, size_t bytes) {
 }
 
 Result cuMemcpyDtoH_v2(void *to, DevicePtr from, size_t bytes) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemcpyDtoH: no current context on this thread");
   if (!inside(from, bytes))
     return failWith(kInvalidValue, "cuMemcpyDtoH: source outside an allocation");
   std::memcpy(to, reinterpret_cast<const void *>(uintptr_t(from)), bytes);
@@ -222,6 +260,8 @@ Result cuMemcpyDtoH_v2(void *to, DevicePtr from, size_t bytes) {
 }
 
 Result cuMemcpyDtoD_v2(DevicePtr to, DevicePtr from, size_t bytes) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemcpyDtoD: no current context on this thread");
   if (!inside(to, bytes) || !inside(from, bytes))
     return failWith(kInvalidValue, "cuMemcpyDtoD: outside an allocation");
   std::memcpy(reinterpret_cast<void *>(uintptr_t(to)),
@@ -230,6 +270,8 @@ Result cuMemcpyDtoD_v2(DevicePtr to, DevicePtr from, size_t bytes) {
 }
 
 Result cuMemsetD8_v2(DevicePtr p, unsigned char value, size_t bytes) {
+  if (!current)
+    return failWith(kInvalidContext, "cuMemsetD8: no current context on this thread");
   if (!inside(p, bytes))
     return failWith(kInvalidValue, "cuMemsetD8: outside an allocation");
   std::memset(reinterpret_cast<void *>(uintptr_t(p)), value, bytes);
@@ -240,6 +282,8 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY, unsigned g
                       unsigned blockX, unsigned blockY, unsigned blockZ, unsigned sharedBytes,
                       void *stream, void **params, void **extra) {
   (void)stream;
+  if (!current)
+    return failWith(kInvalidContext, "cuLaunchKernel: no current context on this thread");
   const auto *entry = static_cast<const Entry *>(function);
   if (!entry || !params || extra)
     return failWith(kInvalidValue, "cuLaunchKernel: no function or no parameters");

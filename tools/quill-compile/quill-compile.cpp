@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> batchRows(
       "batch-rows",
       cl::desc("Token rows per batch step over the paged KV cache: the most sequences decoded "
-               "together (0: no batch step)"),
+               "together (0: no batch step; none for --target=cuda)"),
       cl::init(64), cl::cat(category));
   cl::opt<int64_t> kvBlockSize("kv-block-size",
                                cl::desc("Positions per block of the paged KV cache"),

@@ -12,7 +12,9 @@ namespace mlir::quill {
 using namespace mlir;
 
 namespace {
-/// extract_slice(alloc_tensor)[0..][static sizes] -> a smaller alloc_tensor.
+/// extract_slice(alloc_tensor)[0..][sizes] with some static size below the
+/// allocation's extent -> the slice of a smaller alloc_tensor: static sizes
+/// become the extents, dynamic ones keep the old extent.
 struct ShrinkScratch : OpRewritePattern<tensor::ExtractSliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tensor::ExtractSliceOp slice,
@@ -20,9 +22,8 @@ struct ShrinkScratch : OpRewritePattern<tensor::ExtractSliceOp> {
     auto alloc = slice.getSource().getDefiningOp<bufferization::AllocTensorOp>();
     if (!alloc || !alloc->hasOneUse() || alloc.getCopy() || !alloc.getDynamicSizes().empty())
       return failure();
-    RankedTensorType result = slice.getType();
-    if (result.getRank() != slice.getSourceType().getRank() || !result.hasStaticShape() ||
-        result == slice.getSourceType())
+    RankedTensorType source = slice.getSourceType();
+    if (slice.getType().getRank() != source.getRank())
       return failure();
     auto isConstant = [](OpFoldResult v, int64_t c) {
       std::optional<int64_t> value = getConstantIntValue(v);
@@ -31,7 +32,25 @@ struct ShrinkScratch : OpRewritePattern<tensor::ExtractSliceOp> {
     if (!llvm::all_of(slice.getMixedOffsets(), [&](OpFoldResult o) { return isConstant(o, 0); }) ||
         !llvm::all_of(slice.getMixedStrides(), [&](OpFoldResult s) { return isConstant(s, 1); }))
       return failure();
-    rewriter.replaceOpWithNewOp<bufferization::AllocTensorOp>(slice, result, ValueRange{});
+    SmallVector<int64_t> shape(source.getShape());
+    bool smaller = false;
+    for (auto [dim, size] : llvm::enumerate(slice.getMixedSizes()))
+      if (std::optional<int64_t> value = getConstantIntValue(size); value && *value < shape[dim]) {
+        shape[dim] = *value;
+        smaller = true;
+      }
+    if (!smaller)
+      return failure();
+    auto type = RankedTensorType::get(shape, source.getElementType());
+    Location loc = slice.getLoc();
+    auto shrunk = bufferization::AllocTensorOp::create(rewriter, loc, type, ValueRange{});
+    if (Attribute space = alloc.getMemorySpaceAttr())
+      shrunk.setMemorySpaceAttr(space);
+    if (RankedTensorType(slice.getType()) == type)
+      rewriter.replaceOp(slice, shrunk.getResult());
+    else
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+          slice, shrunk, slice.getMixedOffsets(), slice.getMixedSizes(), slice.getMixedStrides());
     rewriter.eraseOp(alloc); // An allocation is not erased as dead by itself.
     return success();
   }
@@ -74,10 +93,20 @@ struct SpecializeGpuUnitsPass
     MLIRContext *ctx = &getContext();
     // Every kernel ends with (token, pos, begin, end): end becomes begin + 1.
     SmallVector<func::FuncOp> kernels;
-    for (auto kernel : getOperation().getOps<func::FuncOp>())
-      if (kernel->hasAttr("quill.kernel") && !kernel.isExternal() &&
-          kernel.getNumArguments() >= 4)
-        kernels.push_back(kernel);
+    for (auto kernel : getOperation().getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr("quill.kernel") || kernel.isExternal())
+        continue;
+      // The kernel contract: no results, (token, pos, begin, end) last.
+      FunctionType type = kernel.getFunctionType();
+      if (type.getNumResults() != 0 || type.getNumInputs() < 4 ||
+          !llvm::all_of(type.getInputs().take_back(4),
+                        [](Type t) { return t.isIndex(); })) {
+        kernel.emitError("quill-specialize-gpu-units: kernel '")
+            << kernel.getName() << "' must return nothing and end with four index arguments";
+        return signalPassFailure();
+      }
+      kernels.push_back(kernel);
+    }
     for (func::FuncOp kernel : kernels) {
       if (loopUnits)
         kernel = loopOverUnits(kernel);
@@ -97,8 +126,10 @@ struct SpecializeGpuUnitsPass
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, ctx);
     patterns.add<ShrinkScratch>(ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("quill-specialize-gpu-units: the shapes did not settle");
       return signalPassFailure();
+    }
   }
 };
 } // namespace

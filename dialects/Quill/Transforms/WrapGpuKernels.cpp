@@ -2,6 +2,8 @@
 // gpu.func that runs one unit of work per GPU thread.
 #include "dialects/Quill/Transforms/Passes.h"
 
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+
 namespace mlir::quill {
 #define GEN_PASS_DEF_WRAPGPUKERNELS
 #include "dialects/Quill/Transforms/Passes.h.inc"
@@ -17,14 +19,15 @@ constexpr int64_t kMaxLocalBytes = 512 * 1024;
 /// cannot give a thread.
 int64_t localBytes(func::FuncOp kernel) {
   int64_t bytes = 0;
+  DataLayout layout = DataLayout::closest(kernel);
   WalkResult walk = kernel.walk([&](memref::AllocaOp alloca) {
     MemRefType type = alloca.getType();
-    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat()) {
-      alloca.emitError("a stack buffer of dynamic size or opaque elements in kernel '")
+    if (!type.hasStaticShape()) {
+      alloca.emitError("a stack buffer of dynamic size in kernel '")
           << kernel.getName() << "' cannot be a GPU thread's local memory";
       return WalkResult::interrupt();
     }
-    bytes += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    bytes += type.getNumElements() * int64_t(layout.getTypeSize(type.getElementType()));
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())

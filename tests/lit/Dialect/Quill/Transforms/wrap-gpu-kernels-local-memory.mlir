@@ -1,4 +1,4 @@
-// RUN: not quill-opt %s --quill-wrap-gpu-kernels 2>&1 | FileCheck %s
+// RUN: not quill-opt %s --split-input-file --quill-wrap-gpu-kernels 2>&1 | FileCheck %s
 
 // A kernel whose temporaries exceed a GPU thread's 512 KiB of local memory
 // is an error at compile time, not a failed launch on the GPU.
@@ -8,6 +8,18 @@ module {
       attributes {quill.kernel} {
     %t = memref.alloca() : memref<153600xf32>
     %u = memref.alloca() : memref<8xf32>
+    return
+  }
+}
+
+// -----
+
+// A stack buffer of dynamic size has no fixed place in local memory.
+// CHECK: error: a stack buffer of dynamic size in kernel 'dynamic_8' cannot be a GPU thread's local memory
+module {
+  func.func @dynamic_8(%x: memref<8xf32>, %token: index, %pos: index, %begin: index, %end: index)
+      attributes {quill.kernel} {
+    %t = memref.alloca(%pos) : memref<?xf32>
     return
   }
 }
