@@ -177,6 +177,9 @@ TEST(LogitsParity, RotatedPairsSurviveAnyThreadCount) {
   std::string model = synthesizeModel(c, "pairs");
   for (int threads : {3, 5})
     expectParity(model, syntheticTokenizer(512), "pairs-" + std::to_string(threads), 24, threads);
+  // Prefill's matmuls split at odd rows too (register tiles of 8 rows with
+  // leftovers on either side of a boundary).
+  expectPrefillParity(model, syntheticTokenizer(512), "pairs-prefill-3", 3, "--prefill-chunk 12");
 }
 
 // The CUDA target's kernel transformations compiled for the CPU
