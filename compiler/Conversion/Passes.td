@@ -28,11 +28,18 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
     } -> tensor<64xf32>
     ```
   }];
+  let options = [
+    Option<"prefetchWeights", "prefetch-weights", "bool", /*default=*/"true",
+           "Register-tiled matmuls prefetch the next block of weight rows "
+           "(memref.prefetch) while computing this one: the hardware prefetcher "
+           "does not run ahead across a block's strided row streams "
+           "(quill-compile --no-prefetch turns it off)">
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect"
   ];
 }
 

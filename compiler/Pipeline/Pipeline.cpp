@@ -72,11 +72,17 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            std::to_string(options.matvecGrain) + "}";
   case Stage::Linalg:
     // On the GPU a kernel call is one unit of work (one thread).
+    // Prefetching is the CPU's: GPUs hide latency with threads instead.
     if (options.target == Target::Cuda)
-      return "quill-lower-to-linalg,quill-specialize-gpu-units,canonicalize,cse";
-    if (options.emulateCudaKernels)
-      return "quill-lower-to-linalg,quill-specialize-gpu-units{loop-units=1},canonicalize,cse";
-    return "quill-lower-to-linalg,canonicalize,cse";
+      return "quill-lower-to-linalg{prefetch-weights=0},quill-specialize-gpu-units,canonicalize,"
+             "cse";
+    {
+      std::string lower = options.prefetchWeights ? "quill-lower-to-linalg"
+                                                  : "quill-lower-to-linalg{prefetch-weights=0}";
+      if (options.emulateCudaKernels)
+        return lower + ",quill-specialize-gpu-units{loop-units=1},canonicalize,cse";
+      return lower + ",canonicalize,cse";
+    }
   case Stage::Loops:
     // Temporaries are fixed-size, so they all live on the stack: a step
     // allocates no heap memory.

@@ -43,6 +43,8 @@ struct PipelineOptions {
   /// (one unit of work per kernel call, math approximated as on the GPU),
   /// to test them where there is no GPU.
   bool emulateCudaKernels = false;
+  /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
+  bool prefetchWeights = true;
 };
 
 /// The textual pass pipeline that runs the passes of `stage` alone (the step

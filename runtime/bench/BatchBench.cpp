@@ -107,6 +107,16 @@ std::string batchReportsText(const std::vector<BatchBenchReport> &reports) {
     out += line;
   }
   for (const BatchBenchReport &r : reports) {
+    if (r.stepsPerS == 0) {
+      // The budget never held all of them at once: no step to time.
+      std::snprintf(line, sizeof line,
+                    "batch %3d: no step had all %d sequences decoding (the KV budget holds fewer "
+                    "at once: raise --kv-budget, or shorten --bench-prompt/--bench-decode); "
+                    "%.1f tokens/s with prefill\n",
+                    r.batch, r.batch, r.overallTokensPerS);
+      out += line;
+      continue;
+    }
     std::snprintf(line, sizeof line,
                   "batch %3d: decode %9.1f tokens/s aggregate (%6.2fx batch %d), %7.1f steps/s "
                   "= %5.1f%% of the read bandwidth for weights; %.1f tokens/s with prefill\n",

@@ -76,6 +76,10 @@ int main(int argc, char **argv) {
       cl::desc("For the CPU: apply the CUDA target's kernel transformations (one unit of work "
                "per call, GPU math approximations), to test them without a GPU"),
       cl::cat(category));
+  cl::opt<bool> noPrefetch(
+      "no-prefetch",
+      cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
+      cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -146,6 +150,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.pipeline.emulateCudaKernels = emulateCuda;
+  options.pipeline.prefetchWeights = !noPrefetch;
   {
     // sm_XY or sm_XYa, as NVPTX names them.
     llvm::StringRef arch(gpuArch);

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -158,7 +159,7 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
 /// kLanes partial sums carried through the loop over the width. Each weight
 /// row is read from memory once per chunk of T tokens: the prefill's gain.
 Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                    Value blocks, Value tokenBlocks, Value tailTokens, Value init) {
+                    Value blocks, Value tokenBlocks, Value tailTokens, Value init, bool prefetch) {
   // The width is taken in panels of kPanel columns (the outermost loop), so
   // the token rows' panel stays in L2 while every weight block passes over
   // it; each panel's dot products are added into the output.
@@ -175,6 +176,13 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
     return arith::ConstantIndexOp::create(nb, l, v);
   };
   const int64_t totalSteps = width / kLanes, panelSteps = kPanel / kLanes;
+  // The weight's memref, to prefetch the next block of rows while this one
+  // is computed (the hardware prefetcher does not run ahead across the
+  // block's 8 strided row streams).
+  Value weightMemref;
+  if (auto toTensor = weight.getDefiningOp<bufferization::ToTensorOp>(); toTensor && prefetch)
+    weightMemref = toTensor.getBuffer();
+  const int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   const int64_t panels = (totalSteps + panelSteps - 1) / panelSteps;
   init = linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
              ->getResult(0);
@@ -207,6 +215,20 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
                   tb, tl, stepBegin, stepEnd, one, accInit,
                   [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
                     Value k = arith::MulIOp::create(ib, il, step, constant(ib, il, kLanes));
+                    if (weightMemref) {
+                      // Token tile t fetches row t % 8 of the next block.
+                      Value ahead = arith::AddIOp::create(
+                          ib, il, row,
+                          arith::AddIOp::create(
+                              ib, il, constant(ib, il, kMatMulRows),
+                              arith::RemUIOp::create(ib, il, tokenBlock,
+                                                     constant(ib, il, kMatMulRows))));
+                      ahead = arith::MinUIOp::create(ib, il, ahead,
+                                                     constant(ib, il, weightRows - 1));
+                      memref::PrefetchOp::create(ib, il, weightMemref, ValueRange{ahead, k},
+                                                 /*isWrite=*/false, /*localityHint=*/3,
+                                                 /*isDataCache=*/true);
+                    }
                     SmallVector<Value> x, w, next;
                     for (int64_t i = 0; i < tile; ++i)
                       x.push_back(vector::TransferReadOp::create(
@@ -260,7 +282,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
 /// each element is summed the same way whichever rows are live.
 Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                           OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate, Value liveRows) {
+                          bool intermediate, Value liveRows, bool prefetch) {
     int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
     int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
@@ -295,7 +317,7 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
     Value result = blockedMatMul(b, loc, weight, input,
                                  getValueOrCreateConstantIndexOp(b, loc, firstRow),
                                  getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks,
-                                 tailTokens, init);
+                                 tailTokens, init, prefetch);
     OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
     if (getConstantIntValue(tailRows) == 0)
       return result;
@@ -345,7 +367,8 @@ Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
   }
 
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LowerMatVec(MLIRContext *ctx, bool prefetch) : OpRewritePattern<OpTy>(ctx), prefetch(prefetch) {}
+  bool prefetch; ///< Matmuls prefetch the next block of weight rows.
 
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -370,7 +393,7 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     bool rows = inputType.getRank() == 2; // T token rows: a matmul.
     int64_t tokens = rows ? inputType.getDimSize(0) : 1;
     Value result = rows ? matMulRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     op.getSwiglu(), op.getRows())
+                                     op.getSwiglu(), op.getRows(), prefetch)
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
                                      /*intermediate=*/op.getSwiglu());
     // With live rows, the epilogues run on those rows only (the result's
@@ -549,7 +572,9 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerMatVecPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerMatVec<LinearOp>, LowerMatVec<LogitsOp>, LowerProjectQKV>(
-      patterns.getContext());
+void mlir::quill::populateLowerMatVecPatterns(RewritePatternSet &patterns,
+                                              bool prefetchWeights) {
+  patterns.add<LowerMatVec<LinearOp>, LowerMatVec<LogitsOp>>(patterns.getContext(),
+                                                              prefetchWeights);
+  patterns.add<LowerProjectQKV>(patterns.getContext());
 }

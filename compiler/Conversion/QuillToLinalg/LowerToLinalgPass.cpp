@@ -16,9 +16,10 @@ using namespace mlir::quill;
 
 namespace {
 struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPass> {
+  using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateLowerMatVecPatterns(patterns);
+    populateLowerMatVecPatterns(patterns, prefetchWeights);
     populateLowerNormPatterns(patterns);
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);

@@ -6,7 +6,7 @@
 namespace mlir::quill {
 
 /// quill.linear and quill.logits: matrix-vector products.
-void populateLowerMatVecPatterns(RewritePatternSet &patterns);
+void populateLowerMatVecPatterns(RewritePatternSet &patterns, bool prefetchWeights);
 /// quill.rmsnorm.
 void populateLowerNormPatterns(RewritePatternSet &patterns);
 /// quill.add, quill.swiglu, quill.rope.
