@@ -70,6 +70,8 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
     token = argmax(device.logits(), config.vocabSize);
   }
   auto end = Clock::now();
+  if (Status s = device.error(); !s)
+    return s;
   double prefillSeconds = std::chrono::duration<double>(decodeStart - start).count();
   double decodeSeconds = std::chrono::duration<double>(end - decodeStart).count();
   r.prefillTokensPerS = promptTokens / prefillSeconds;

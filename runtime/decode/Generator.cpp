@@ -52,6 +52,8 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
       break;
     }
     device_.step(next, *pos);
+    if (Status s = device_.error(); !s)
+      return s;
     ++result.decodeSteps;
   }
   output.finish();

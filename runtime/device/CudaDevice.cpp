@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <map>
 
@@ -136,19 +135,17 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
   return Status::ok();
 }
 
-void CudaDevice::fail(const Status &status) const {
-  // Device::step cannot return an error, and a failed launch leaves the
-  // cache in an unknown state: one line, then the process ends.
-  std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, status.message().c_str());
-  std::exit(1);
+void CudaDevice::fail(const Status &status) {
+  if (error_)
+    error_ = status;
 }
 
 Status CudaDevice::makeCurrent() const {
   return driver_.check(driver_.ctxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
-void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
-                     int32_t token, int32_t pos) {
+Status CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
+                       int32_t token, int32_t pos) {
   std::vector<uint64_t> values;
   std::vector<void *> params;
   for (const Launch &launch : launches) {
@@ -163,34 +160,38 @@ void CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr 
     for (uint64_t &value : values)
       params.push_back(&value);
     unsigned blocks = static_cast<unsigned>((work + launch.block - 1) / launch.block);
-    if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block, 1,
-                                                      1, 0, nullptr, params.data(), nullptr),
+    if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block,
+                                                      1, 1, 0, nullptr, params.data(), nullptr),
                                  "launching kernel " + *launch.name);
         !s)
-      fail(s);
+      return s;
   }
-  if (Status s = driver_.check(driver_.memcpyDtoH(logits_.data(), logits,
-                                                  logits_.size() * sizeof(float)),
-                               "copying the logits back");
-      !s)
-    fail(s);
+  // Synchronous: a fault in any kernel of the step surfaces here.
+  return driver_.check(
+      driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
+      "running the step (copying the logits back)");
 }
 
 void CudaDevice::step(int32_t token, int32_t pos) {
-  if (Status s = makeCurrent(); !s)
-    fail(s);
-  run(launches_, stepLogits_, token, pos);
+  if (!error_)
+    return;
+  Status s = makeCurrent();
+  if (s)
+    s = run(launches_, stepLogits_, token, pos);
+  fail(s);
 }
 
 void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
-  if (Status s = makeCurrent(); !s)
-    fail(s);
-  if (Status s = driver_.check(
-          driver_.memcpyHtoD(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_)),
-          "copying the prompt to the GPU");
-      !s)
-    fail(s);
-  run(prefillLaunches_, prefillLogits_, /*token=*/0, pos);
+  if (!error_)
+    return;
+  Status s = makeCurrent();
+  if (s)
+    s = driver_.check(
+        driver_.memcpyHtoD(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_)),
+        "copying the prompt to the GPU");
+  if (s)
+    s = run(prefillLaunches_, prefillLogits_, /*token=*/0, pos);
+  fail(s);
 }
 
 double CudaDevice::measureOwnBandwidthGBs() {

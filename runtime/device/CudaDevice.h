@@ -38,6 +38,7 @@ public:
   /// Device-to-device copies of a large buffer: bytes read and written per
   /// second, the best of several runs.
   double measureOwnBandwidthGBs() override;
+  Status error() const override { return error_; }
 
 private:
   /// One dispatch: its function, its parameters' values (binding pointers,
@@ -55,11 +56,12 @@ private:
   CudaDevice(const Artifact &artifact, CudaDriver driver);
   Status resolve(const Schedule &schedule, std::vector<Launch> &launches,
                  CudaDriver::DevicePtr &logits);
-  /// Launches in order, then copies the logits back. A CUDA error here ends
-  /// the process with one line: the step cannot be undone or resumed.
-  void run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits, int32_t token,
-           int32_t pos);
-  void fail(const Status &status) const;
+  /// Launches in order, then copies the logits back.
+  Status run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits, int32_t token,
+             int32_t pos);
+  /// Records the first error: later steps do nothing (the cache is then in
+  /// an unknown state), and error() reports it.
+  void fail(const Status &status);
   /// Makes the context current on the calling thread (CUDA's is per thread).
   Status makeCurrent() const;
 
@@ -76,6 +78,7 @@ private:
   std::vector<float> logits_;
   KVCache kvCache_; ///< Positions only: the cache itself is in kv_.
   int32_t prefillChunk_ = 0;
+  Status error_; ///< The first failed step's, sticky.
 };
 
 } // namespace quill

@@ -53,6 +53,11 @@ public:
   /// A line or two on what runs where, for --verbose.
   virtual std::string describe() const = 0;
 
+  /// The error that stopped a step, if one did: a GPU's launches can fail
+  /// (a fault, a lost device), and every step after that does nothing. The
+  /// decode loop checks it after each step; the CPU's steps cannot fail.
+  virtual Status error() const { return Status::ok(); }
+
   /// A device with its own memory measures its own bandwidth (GB/s, bytes
   /// read and written) for the benchmark's fractions; 0: not measured.
   virtual double measureOwnBandwidthGBs() { return 0; }

@@ -12,6 +12,8 @@ Status feedTokens(Device &device, const int32_t *tokens, int32_t count) {
     if (!pos)
       return pos.status();
     device.prefill(tokens + done, *pos);
+    if (Status s = device.error(); !s)
+      return s;
     done += chunk;
   }
   for (; done < count; ++done) {
@@ -19,6 +21,8 @@ Status feedTokens(Device &device, const int32_t *tokens, int32_t count) {
     if (!pos)
       return pos.status();
     device.step(tokens[done], *pos);
+    if (Status s = device.error(); !s)
+      return s;
   }
   return Status::ok();
 }

@@ -189,6 +189,16 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
   EXPECT_EQ(noGpu.err.rfind("quill-run: --device cuda: ", 0), 0u) << noGpu.err;
   EXPECT_NE(noGpu.err.find("no CUDA-capable device"), std::string::npos) << noGpu.err;
 
+  // A kernel that fails mid-step (a fault, a lost device): one line naming
+  // it, nonzero, and no text after it.
+  CommandResult fault =
+      run(withMockDriver("MOCK_CUDA_FAIL=launch") + quote(path) + " --device cuda -n 4");
+  EXPECT_NE(fault.exitCode, 0);
+  EXPECT_EQ(fault.out, "");
+  EXPECT_NE(fault.err.find("quill-run: launching kernel "), std::string::npos) << fault.err;
+  EXPECT_NE(fault.err.find(": unspecified launch failure\n"), std::string::npos) << fault.err;
+  EXPECT_EQ(mockReport(fault.err).live, 0u) << fault.err;
+
   CommandResult beams =
       run(withMockDriver() + quote(path) + " --device cuda --beams 2 -n 4");
   EXPECT_NE(beams.exitCode, 0);

@@ -9,7 +9,8 @@
 // that needs one checks for a current context (per thread). Any violation
 // prints one "mock-cuda:" line and fails the call.
 //
-// MOCK_CUDA_FAIL=init makes cuInit report that there is no device;
+// MOCK_CUDA_FAIL=init makes cuInit report that there is no device, and
+// MOCK_CUDA_FAIL=launch makes the fourth launch fail as a faulting kernel would;
 // MOCK_CUDA_MEMORY_MB sets the device memory (default 256 MiB);
 // MOCK_CUDA_REPORT=1 prints the counts at exit (launches, live allocations).
 #include <cstdint>
@@ -26,7 +27,8 @@ namespace {
 using Result = int;
 using DevicePtr = unsigned long long;
 constexpr Result kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
-                 kInvalidContext = 201, kInvalidPtx = 218, kNotFound = 500;
+                 kInvalidContext = 201, kInvalidPtx = 218, kNotFound = 500,
+                 kLaunchFailed = 719;
 /// The stand-in device's memory: 256 MiB unless MOCK_CUDA_MEMORY_MB says
 /// otherwise; small, so the bandwidth probe stays cheap.
 uint64_t memoryBytes() {
@@ -140,6 +142,7 @@ Result cuGetErrorString(Result error, const char **message) {
   case kOutOfMemory: *message = "out of memory"; break;
   case kInvalidPtx: *message = "a PTX JIT compilation failed"; break;
   case kInvalidContext: *message = "invalid device context"; break;
+  case kLaunchFailed: *message = "unspecified launch failure"; break;
   case kNotFound: *message = "named symbol not found"; break;
   default: *message = "unknown error"; break;
   }
@@ -311,6 +314,9 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY, unsigned g
     return failWith(kInvalidValue, name + ": " + std::to_string(gridX) + " blocks of " +
                                        std::to_string(blockX) + " for " + std::to_string(work) +
                                        " units of work");
+  const char *fail = std::getenv("MOCK_CUDA_FAIL");
+  if (fail && std::strcmp(fail, "launch") == 0 && state().launches >= 3)
+    return kLaunchFailed;
   ++state().launches;
   return kSuccess;
 }
