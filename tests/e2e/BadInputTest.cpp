@@ -172,5 +172,13 @@ TEST(BadInput, QuillCompileRejectsBrokenModels) {
       "--cpu");
 }
 
+TEST(BadInput, QuillSynthRejectsImpossibleShapesAndPeriods) {
+  std::string synth = quote(tool("quill-synth")) + " -o " + quote(tempDir() + "/s.bin") + " ";
+  expectCleanFailure(run(synth + "--shape 110m --period 0"), "--period expects a positive integer");
+  expectCleanFailure(run(synth + "--shape 110m --period x"), "--period expects a positive integer");
+  expectCleanFailure(run(synth + "--shape 7b"), "unknown shape '7b'");
+  expectCleanFailure(run(synth + "--shape tiny --heads 0"), "--heads expects a positive integer");
+}
+
 } // namespace
 } // namespace quill::test

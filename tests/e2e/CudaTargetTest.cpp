@@ -183,6 +183,14 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
                            quote(tool("quill-run")) + " " + quote(path) + " --device cuda");
   expectOneLineFailure(none, "quill-run: --device cuda: no CUDA driver on this machine");
 
+  // A library that is not a CUDA driver: what it lacks, in one line.
+  CommandResult wrong = run("QUILL_CUDA_DRIVER=" + quote(QUILL_MOCK_CUDA) + ".not-there " +
+                            quote(tool("quill-run")) + " " + quote(path) + " --device cuda");
+  expectOneLineFailure(wrong, "quill-run: --device cuda: no CUDA driver on this machine");
+  CommandResult lacking = run("QUILL_CUDA_DRIVER=libm.so.6 " + quote(tool("quill-run")) + " " +
+                              quote(path) + " --device cuda");
+  expectOneLineFailure(lacking, "quill-run: --device cuda: the CUDA driver lacks cuInit, ");
+
   CommandResult noGpu =
       run(withMockDriver("MOCK_CUDA_FAIL=init") + quote(path) + " --device cuda -n 4");
   EXPECT_NE(noGpu.exitCode, 0);
