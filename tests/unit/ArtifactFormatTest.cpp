@@ -121,8 +121,9 @@ TEST(ArtifactFormat, LoaderRejectsEveryTruncationAndEveryByteFlip) {
     std::ofstream(broken, std::ios::binary) << bytes.substr(0, n);
     auto a = Artifact::open(broken);
     EXPECT_FALSE(a.isOk()) << "truncated at " << n;
-    if (!a.isOk())
+    if (!a.isOk()) {
       EXPECT_EQ(a.message().rfind(broken, 0), 0u) << "the message names the file";
+    }
   }
   int accepted = 0;
   for (size_t at = 0; at < bytes.size(); ++at) {

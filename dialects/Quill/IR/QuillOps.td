@@ -184,7 +184,7 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result
   let hasVerifier = 1;
 }
 
-class Quill_MatVecOp<string mnemonic, string what>
+class Quill_MatVecOp<string mnemonic>
     : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
                        Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
@@ -205,7 +205,7 @@ class Quill_MatVecOp<string mnemonic, string what>
   }];
 }
 
-def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
+def Quill_LinearOp : Quill_MatVecOp<"linear"> {
   let summary = "A linear layer without bias: `result = weight @ input`";
   let description = [{
     `weight` has one row per output. Inside a kernel, `tile [%b, %e]` restricts
@@ -225,7 +225,7 @@ def Quill_LinearOp : Quill_MatVecOp<"linear", "linear layer"> {
   }];
 }
 
-def Quill_LogitsOp : Quill_MatVecOp<"logits", "classifier"> {
+def Quill_LogitsOp : Quill_MatVecOp<"logits"> {
   let summary = "The final classifier: one logit per vocabulary entry";
   let description = [{
     Same arithmetic as `quill.linear`; kept apart because it is the step's
