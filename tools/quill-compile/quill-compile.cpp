@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> attentionChunk(
       "attention-chunk",
       cl::desc("Cached positions per unit of split (flash-decoding) attention, used for caches of "
-               "at least 4 chunks (0: never split)"),
+               "at least 4 chunks (0: never split; default 256, 32 for --target=cuda)"),
       cl::init(256), cl::cat(category));
   cl::opt<bool> emulateCuda(
       "emulate-cuda-kernels",
@@ -150,6 +150,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.pipeline.emulateCudaKernels = emulateCuda;
+  // On the GPU a unit is one thread: decode attention over short chunks
+  // gives many more of them (kv heads x chunks) than 256-position ones.
+  if ((options.pipeline.target == quill::Target::Cuda || emulateCuda) &&
+      attentionChunk.getNumOccurrences() == 0)
+    options.pipeline.attentionChunk = 32;
   options.pipeline.prefetchWeights = !noPrefetch;
   {
     // sm_XY or sm_XYa, as NVPTX names them.
