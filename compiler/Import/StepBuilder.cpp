@@ -95,7 +95,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
       keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos);
       values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos);
       attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
-                                        config.nKvHeads, ValueRange{});
+                                        config.nKvHeads, ValueRange{}, /*tile_rows=*/false);
     }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, dim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.

@@ -68,8 +68,12 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
     return pipeline + ",cse";
   }
   case Stage::Kernels:
-    return "quill-outline-kernels{matvec-grain=" +
-           std::to_string(options.matvecGrain) + "}";
+    // On the GPU (and in its emulation) prefill attention's units are query
+    // rows: kv heads are too few threads.
+    return "quill-outline-kernels{matvec-grain=" + std::to_string(options.matvecGrain) +
+           (options.target == Target::Cuda || options.emulateCudaKernels
+                ? " attention-rows=1}"
+                : "}");
   case Stage::Linalg:
     // On the GPU a kernel call is one unit of work (one thread).
     // Prefetching is the CPU's: GPUs hide latency with threads instead.

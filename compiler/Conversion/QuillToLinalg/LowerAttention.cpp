@@ -31,6 +31,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
       return success();
     }
+    if (op.getTileRows())
+      return lowerRowTile(op, rewriter);
     // T query rows: row t is at position pos + t and sees positions 0..pos+t
     // (causal); one query at a time, into row t of the result.
     int64_t rows = queryType.getDimSize(0), width = queryType.getDimSize(1);
@@ -50,11 +52,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     auto loop = scf::ForOp::create(
         b, loc, zero, arith::ConstantIndexOp::create(b, loc, rows), one, ValueRange{init},
         [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
-          Value query = tensor::ExtractSliceOp::create(
-              nb, l, RankedTensorType::get({width}, nb.getF32Type()), op.getQuery(),
-              ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value query = queryRow(nb, l, op, t);
           Value position = arith::AddIOp::create(nb, l, op.getPos(), t);
           Value flat = attendOne(nb, l, op, query, position, begin, units);
           Value out = tensor::InsertSliceOp::create(
@@ -64,6 +62,55 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
           scf::YieldOp::create(nb, l, ValueRange{out});
         });
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+    return success();
+  }
+
+  /// Row t of a [T, width] query, as a vector.
+  static Value queryRow(OpBuilder &b, Location loc, AttentionOp op, Value t) {
+    int64_t width = op.getQuery().getType().getDimSize(1);
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({width}, b.getF32Type()), op.getQuery(),
+        ArrayRef<OpFoldResult>{t, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  /// tile_rows: query rows [b, e), each over every kv head in turn (one
+  /// head's temporaries at a time: a GPU thread's local memory stays small).
+  static LogicalResult lowerRowTile(AttentionOp op, PatternRewriter &b) {
+    Location loc = op.getLoc();
+    auto queryType = op.getQuery().getType();
+    const int64_t width = queryType.getDimSize(1);
+    const int64_t kvHeads = op.getNumKvHeads();
+    const int64_t rowWidth = width / kvHeads;
+    Value first = op.getTile()[0];
+    Value rows = arith::SubIOp::create(b, loc, op.getTile()[1], first);
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(width)}, b.getF32Type());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto rowLoop = scf::ForOp::create(
+        b, loc, zero, rows, one, ValueRange{init},
+        [&](OpBuilder &rb, Location rl, Value i, ValueRange rowCarried) {
+          Value t = arith::AddIOp::create(rb, rl, first, i);
+          Value query = queryRow(rb, rl, op, t);
+          Value position = arith::AddIOp::create(rb, rl, op.getPos(), t);
+          auto headLoop = scf::ForOp::create(
+              rb, rl, zero, arith::ConstantIndexOp::create(rb, rl, kvHeads), one,
+              ValueRange{rowCarried[0]},
+              [&](OpBuilder &hb, Location hl, Value k, ValueRange carried) {
+                Value flat = attendOne(hb, hl, op, query, position, k, hb.getIndexAttr(1));
+                Value column =
+                    arith::MulIOp::create(hb, hl, k, arith::ConstantIndexOp::create(hb, hl, rowWidth));
+                Value out = tensor::InsertSliceOp::create(
+                    hb, hl, flat, carried[0], ArrayRef<OpFoldResult>{i, column},
+                    ArrayRef<OpFoldResult>{hb.getIndexAttr(1), hb.getIndexAttr(rowWidth)},
+                    ArrayRef<OpFoldResult>{hb.getIndexAttr(1), hb.getIndexAttr(1)});
+                scf::YieldOp::create(hb, hl, ValueRange{out});
+              });
+          scf::YieldOp::create(rb, rl, ValueRange{headLoop.getResult(0)});
+        });
+    b.replaceOp(op, castTo(b, loc, rowLoop.getResult(0), op.getType()));
     return success();
   }
 

@@ -290,6 +290,16 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("cache rows have ")
            << dimOf(getKeys(), 1) << " elements but " << kvHeads
            << " kv heads of " << headDim << " need " << headDim * kvHeads;
+  if (getTileRows()) {
+    // Rows [b, e) of a [T, width] query, every head: the result is those rows.
+    auto result = cast<RankedTensorType>(getResult().getType());
+    if (!isTiled() || getQuery().getType().getRank() != 2 || result.getRank() != 2)
+      return emitOpError("tile_rows needs a tile and a [T, width] query");
+    if (mismatch(result.getDimSize(1), width))
+      return emitOpError("result rows have ") << result.getDimSize(1)
+                                              << " elements but the query's have " << width;
+    return success();
+  }
   if (failed(verifySameRows(*this, getQuery(), getResult())))
     return failure();
   if (!isTiled() && mismatch(widthOf(getResult()), width))

@@ -312,7 +312,9 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
     [T, width] query: causal) scaled by `1/sqrt(head_dim)`,
     softmax, and the weighted sum of cached values. Inside a kernel,
     `tile [%b, %e]` restricts the op to kv heads `[b, e)`: the query heads
-    that share them, and those rows of the result.
+    that share them, and those rows of the result; with `tile_rows` (a
+    [T, width] query) it restricts it to query rows `[b, e)` instead, every
+    head of them (the GPU's tiling: more units than kv heads).
 
     ```mlir
     %o = quill.attention %q, %k, %v at %pos {num_heads = 8 : i64, num_kv_heads = 4 : i64}
@@ -321,7 +323,7 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
   }];
   let arguments = (ins Quill_Rows:$query, Quill_Matrix:$keys,
                        Quill_Matrix:$values, Index:$pos, I64Attr:$num_heads,
-                       I64Attr:$num_kv_heads, Variadic<Index>:$tile);
+                       I64Attr:$num_kv_heads, Variadic<Index>:$tile, UnitAttr:$tile_rows);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict

@@ -52,7 +52,7 @@ struct Tiling {
   bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
 };
 
-Tiling tilingOf(Operation *op, int64_t matvecGrain) {
+Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows) {
   Tiling tiling;
   if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -80,6 +80,12 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
     tiling.liveRows = true;
+  } else if (auto attention = dyn_cast<AttentionOp>(op);
+             attention && attentionRows && attention.getQuery().getType().getRank() == 2) {
+    // One unit per query row, all heads (tile_rows).
+    tiling.work = attention.getQuery().getType().getDimSize(0);
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
     tiling.work = attention.getNumKvHeads();
@@ -346,8 +352,11 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
       paged.getTileMutable().append({begin, end});
     else if (auto rope = dyn_cast<RoPEOp>(clone))
       rope.getTileMutable().append({begin, end});
-    else
-      cast<AttentionOp>(clone).getTileMutable().append({begin, end});
+    else {
+      auto attention = cast<AttentionOp>(clone);
+      attention.getTileMutable().append({begin, end});
+      attention.setTileRows(tiling.leading);
+    }
     SmallVector<int64_t> shape(resultType.getShape());
     shape[tiledDim] = ShapedType::kDynamic;
     clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
@@ -412,7 +421,7 @@ void OutlineKernelsPass::runOnOperation() {
       }
       if (isa<WeightOp, KVCacheOp, ConcatOp, SliceOp, RowOp>(op))
         continue;
-      Tiling tiling = tilingOf(&op, matvecGrain);
+      Tiling tiling = tilingOf(&op, matvecGrain, attentionRows);
       std::string &kernelName = kernelsByKey[kernelKey(&op)];
       if (kernelName.empty()) {
         func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), function, tiling);

@@ -190,7 +190,11 @@ def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
   ];
   let options = [
     Option<"matvecGrain", "matvec-grain", "int64_t", /*default=*/"16",
-           "Output rows per work chunk of linear and logits kernels">
+           "Output rows per work chunk of linear and logits kernels">,
+    Option<"attentionRows", "attention-rows", "bool", /*default=*/"false",
+           "Attention over T query rows (prefill) takes query rows as its units "
+           "(tile_rows) instead of kv heads: the GPU's tiling, where a unit is one "
+           "thread and kv heads are few">
   ];
 }
 

@@ -1,4 +1,4 @@
-// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg --canonicalize --cse -verify-diagnostics | FileCheck %s
 
 // T token rows through a linear layer: a register-tiled matmul, 2 tokens x 8
 // weight rows, 16 vector<16xf32> accumulators carried over the width; each
@@ -87,4 +87,36 @@ func.func @state_rows(%rows: tensor<4x8xf32>, %cache: tensor<32x8xf32>, %pos: in
 func.func @matmul_panels(%x: tensor<8x2048xf32>, %w: tensor<8x2048xf32>) -> tensor<8x8xf32> {
   %y = quill.linear %x, %w : tensor<8x2048xf32>, tensor<8x2048xf32> -> tensor<8x8xf32>
   return %y : tensor<8x8xf32>
+}
+
+// -----
+
+// tile_rows (the GPU's tiling): query rows [b, e), each row over every kv
+// head in turn, one head's scores at a time; row i of the result is query
+// row b + i at position pos + b + i.
+// CHECK-LABEL: func.func @attention_row_tile
+// CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
+// CHECK: scf.for %[[I:.*]] = %c0 to %[[N]] step %c1
+// CHECK: %[[T:.*]] = arith.addi %[[B]], %[[I]]
+// CHECK: arith.addi %[[POS]], %[[T]]
+// CHECK: scf.for %[[K:.*]] = %c0 to %c2 step %c1
+// CHECK: math.exp
+// CHECK: tensor.insert_slice {{.*}}[%[[I]], %{{.*}}] [1, 4] [1, 1]
+func.func @attention_row_tile(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                              %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
+  %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+// tile_rows needs a tile and a [T, width] query.
+func.func @attention_row_tile_untiled(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                                      %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{tile_rows needs a tile and a [T, width] query}}
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
 }
