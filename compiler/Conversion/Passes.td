@@ -33,13 +33,20 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
            "Register-tiled matmuls prefetch the next block of weight rows "
            "(memref.prefetch) while computing this one: the hardware prefetcher "
            "does not run ahead across a block's strided row streams "
-           "(quill-compile --no-prefetch turns it off)">
+           "(quill-compile --no-prefetch turns it off)">,
+    Option<"laneReductions", "lane-reductions", "std::string", /*default=*/"\"none\"",
+           "How matrix-vector kernels (linear, logits, project_qkv) reduce over "
+           "the width: 'none' (one thread per row), 'gpu' (a warp per output "
+           "element: lane l reads elements l, l+32, ..., coalesced, then a "
+           "gpu.shuffle xor butterfly; the kernel is marked quill.warp_lanes), "
+           "'emulate' (the same sums in the same order on one CPU thread)">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect"
+    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::gpu::GPUDialect"
   ];
 }
 

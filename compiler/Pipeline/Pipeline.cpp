@@ -74,19 +74,23 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
            (options.target == Target::Cuda || options.emulateCudaKernels
                 ? " attention-rows=1}"
                 : "}");
-  case Stage::Linalg:
-    // On the GPU a kernel call is one unit of work (one thread).
-    // Prefetching is the CPU's: GPUs hide latency with threads instead.
+  case Stage::Linalg: {
+    // On the GPU a kernel call is one unit of work: one thread, or one warp
+    // for matrix-vector kernels (lane-reductions). Prefetching is the
+    // CPU's: GPUs hide latency with threads instead.
+    const bool gpuKernels = options.target == Target::Cuda || options.emulateCudaKernels;
+    std::string lanes = !gpuKernels || !options.warpReductions ? "none"
+                        : options.target == Target::Cuda       ? "gpu"
+                                                               : "emulate";
+    const bool prefetch = options.prefetchWeights && options.target == Target::Cpu;
+    std::string lower = "quill-lower-to-linalg{prefetch-weights=" + std::string(prefetch ? "1" : "0") +
+                        " lane-reductions=" + lanes + "}";
     if (options.target == Target::Cuda)
-      return "quill-lower-to-linalg{prefetch-weights=0},quill-specialize-gpu-units,canonicalize,"
-             "cse";
-    {
-      std::string lower = options.prefetchWeights ? "quill-lower-to-linalg"
-                                                  : "quill-lower-to-linalg{prefetch-weights=0}";
-      if (options.emulateCudaKernels)
-        return lower + ",quill-specialize-gpu-units{loop-units=1},canonicalize,cse";
-      return lower + ",canonicalize,cse";
-    }
+      return lower + ",quill-specialize-gpu-units,canonicalize,cse";
+    if (options.emulateCudaKernels)
+      return lower + ",quill-specialize-gpu-units{loop-units=1},canonicalize,cse";
+    return lower + ",canonicalize,cse";
+  }
   case Stage::Loops:
     // Temporaries are fixed-size, so they all live on the stack: a step
     // allocates no heap memory.

@@ -45,6 +45,9 @@ struct PipelineOptions {
   bool emulateCudaKernels = false;
   /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
   bool prefetchWeights = true;
+  /// CUDA (and its emulation): a warp per output element of matrix-vector
+  /// kernels, its lanes sharing the reduction (off: a thread per row).
+  bool warpReductions = true;
 };
 
 /// The textual pass pipeline that runs the passes of `stage` alone (the step

@@ -10,8 +10,10 @@
 namespace quill {
 
 namespace {
-/// Threads per block: one unit of work (an output row, a kv head) each.
+/// Threads per block: one unit of work (a kv head, a query row) each, or
+/// a warp per unit (an output element of a matrix-vector kernel).
 constexpr unsigned kBlock = 128;
+constexpr unsigned kWarp = 32;
 } // namespace
 
 CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver)
@@ -104,11 +106,12 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
                                  artifact_.path() + ": kernel " + kernel);
         !s)
       return s;
-    // A kernel heavy in registers may allow fewer threads per block.
+    // A kernel heavy in registers may allow fewer threads per block; whole
+    // warps still, since warp-per-unit kernels shuffle across a warp.
     int maxThreads = 0, localBytes = 0;
     if (driver_.funcGetAttribute(&maxThreads, CudaDriver::kMaxThreadsPerBlock, f.handle) == 0 &&
         maxThreads > 0)
-      f.block = std::min<unsigned>(kBlock, unsigned(maxThreads));
+      f.block = std::min<unsigned>(kBlock, std::max(kWarp, unsigned(maxThreads) / kWarp * kWarp));
     if (driver_.funcGetAttribute(&localBytes, CudaDriver::kLocalSizeBytes, f.handle) == 0)
       largestLocalBytes_ = std::max(largestLocalBytes_, localBytes);
     functions[kernel] = f;
@@ -232,7 +235,7 @@ double CudaDevice::measureOwnBandwidthGBs() {
 
 std::string CudaDevice::describe() const {
   return "device: cuda, " + deviceName_ + ", " + std::to_string(launches_.size()) +
-         " kernel launches per step, one thread per unit of work, at most " +
+         " kernel launches per step, at most " +
          std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
          (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
                         : std::string("no prefill step")) +

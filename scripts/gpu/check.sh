@@ -2,7 +2,8 @@
 # On a GPU machine, from the repository root, with .gpu-carry/ from
 # scripts/gpu/prepare.sh: the CUDA path's correctness tests (stories260K's
 # golden text, the logits of 64 steps against the CPU) and the speed of the
-# 110m and 1b shapes (quill-run --bench --device cuda). Everything it
+# 110m and 1b shapes (quill-run --bench --device cuda; 110m-thread-rows is
+# 110m with --no-warp-reductions, for the A/B). Everything it
 # prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -24,7 +25,7 @@ say "== correctness (CudaOnGpu.*)"
 "$carry/bin/quill-e2e-tests" --gtest_filter='CudaOnGpu.*' 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
-for shape in 110m 1b; do
+for shape in 110m 110m-thread-rows 1b; do
   say "== $shape"
   artifact=/tmp/$shape-cuda.qm
   python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(lzma.open(sys.argv[1])), open(sys.argv[2], 'wb'), 1 << 24)" \

@@ -5,7 +5,7 @@
 # and logit tests), and the 110m and 1b shapes compiled for CUDA from
 # synthetic weights that repeat every 4096 values (the speed of a step does
 # not depend on the values; such artifacts compress to about 10 MB), xz
-# compressed twice. Run after scripts/build.sh; the folder stays under 60 MiB so
+# compressed twice (110m also with --no-warp-reductions). Run after scripts/build.sh; the folder stays under 60 MiB so
 # the device tool can carry it (carry: [".gpu-carry"]).
 set -euo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -31,17 +31,24 @@ stories=$shared/models/stories260K
   --cpu x86-64-v3 -o "$carry/artifacts/stories260K-cpu.qm"
 cp "$stories/expected-greedy-200.txt" "$carry/artifacts/"
 
-for shape in 110m 1b; do
-  "$bin/quill-synth" --shape "$shape" --period 4096 -o "$work/$shape.bin" \
-    --tokenizer-out "$work/$shape-tok.bin" > /dev/null
+# name, shape, extra quill-compile flags: 110m also as a thread per matvec
+# row (--no-warp-reductions), for the A/B comparison.
+while read -r name shape flags; do
+  [ -f "$work/$shape.bin" ] ||
+    "$bin/quill-synth" --shape "$shape" --period 4096 -o "$work/$shape.bin" \
+      --tokenizer-out "$work/$shape-tok.bin" > /dev/null
+  # shellcheck disable=SC2086 # flags are words
   "$bin/quill-compile" "$work/$shape.bin" --tokenizer "$work/$shape-tok.bin" --target=cuda \
-    -o "$work/$shape-cuda.qm"
-  rm "$work/$shape.bin"
+    $flags -o "$work/$name-cuda.qm"
   # Twice: LZMA's matches are at most 273 bytes, so the first pass leaves a
   # stream of near-identical match codes that a second pass shrinks ~5x.
-  xz -1 -T2 -c "$work/$shape-cuda.qm" | xz -9 -T2 -c > "$carry/artifacts/$shape-cuda.qm.xz.xz"
-  rm "$work/$shape-cuda.qm"
-done
+  xz -1 -T2 -c "$work/$name-cuda.qm" | xz -9 -T2 -c > "$carry/artifacts/$name-cuda.qm.xz.xz"
+  rm "$work/$name-cuda.qm"
+done <<'SHAPES'
+110m 110m
+110m-thread-rows 110m --no-warp-reductions
+1b 1b
+SHAPES
 
 size=$(du -sb "$carry" | cut -f1)
 echo "prepare: $carry holds $((size / 1048576)) MiB"

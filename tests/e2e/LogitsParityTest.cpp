@@ -195,14 +195,25 @@ TEST(LogitsParity, EmulatedCudaKernelsStories260K) {
                       "--emulate-cuda-kernels");
 }
 
+/// A synthetic model of shape `c` compiled with --emulate-cuda-kernels:
+/// decode over `steps` positions and chunked prefill against the reference.
+void expectEmulatedParity(const ModelConfig &c, const std::string &name, int steps) {
+  std::string model = synthesizeModel(c, name);
+  expectParity(model, syntheticTokenizer(512), name, steps, 2, "--emulate-cuda-kernels");
+  expectPrefillParity(model, syntheticTokenizer(512), name + "-prefill", 2,
+                      "--emulate-cuda-kernels --prefill-chunk 12");
+}
+
 TEST(LogitsParity, EmulatedCudaKernelsGqaOddWidthsLongContext) {
   // Positions up to 600 (rotary angles far from the approximations' core
   // range) across flash-decoding chunks, odd widths, a separate classifier.
-  ModelConfig c = shape(200, 520, 2, 10, 2, 512, 1024, false);
-  std::string model = synthesizeModel(c, "emulated-gqa");
-  expectParity(model, syntheticTokenizer(512), "emulated-gqa", 600, 2, "--emulate-cuda-kernels");
-  expectPrefillParity(model, syntheticTokenizer(512), "emulated-gqa-prefill", 2,
-                      "--emulate-cuda-kernels --prefill-chunk 12");
+  expectEmulatedParity(shape(200, 520, 2, 10, 2, 512, 1024, false), "emulated-gqa", 600);
+}
+
+TEST(LogitsParity, EmulatedCudaKernelsWarpWidths) {
+  // Widths that are multiples of 128 (256, 640): each lane of the warp-shared
+  // reductions keeps four interleaved partial sums, the path 110m and 1b take.
+  expectEmulatedParity(shape(256, 640, 2, 4, 2, 512, 256, false), "emulated-warp", 160);
 }
 
 } // namespace

@@ -80,6 +80,11 @@ int main(int argc, char **argv) {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category));
+  cl::opt<bool> noWarpReductions(
+      "no-warp-reductions",
+      cl::desc("CUDA (and --emulate-cuda-kernels): one GPU thread per matrix-vector row instead "
+               "of a warp per output element, for A/B comparisons"),
+      cl::cat(category));
   cl::opt<bool> noFusion("no-fusion", cl::desc("Switch off every fusion pass"),
                          cl::cat(category));
   cl::HideUnrelatedOptions(category);
@@ -156,6 +161,12 @@ int main(int argc, char **argv) {
       attentionChunk.getNumOccurrences() == 0)
     options.pipeline.attentionChunk = 32;
   options.pipeline.prefetchWeights = !noPrefetch;
+  if (noWarpReductions && options.pipeline.target != quill::Target::Cuda && !emulateCuda) {
+    llvm::errs() << "quill-compile: --no-warp-reductions applies to --target=cuda and "
+                    "--emulate-cuda-kernels only\n";
+    return 1;
+  }
+  options.pipeline.warpReductions = !noWarpReductions;
   {
     // sm_XY or sm_XYa, as NVPTX names them.
     llvm::StringRef arch(gpuArch);

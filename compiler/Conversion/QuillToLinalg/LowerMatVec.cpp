@@ -9,6 +9,7 @@
 // built directly as vector ops: kRowBlock vector accumulators (registers)
 // fed by kRowBlock concurrent weight streams. Rows left over after the last whole block, and
 // widths that are not a multiple of kLanes, take the plain one-row form.
+#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -282,7 +283,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value
 /// each element is summed the same way whichever rows are live.
 Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                           OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate, Value liveRows, bool prefetch) {
+                          bool intermediate, Value liveRows, bool prefetch, LaneMode lanes) {
     int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
     int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
     auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
@@ -299,6 +300,8 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
     Value init = intermediate ? scratchSlice(b, loc, {tokens, weightRows},
                                              {b.getIndexAttr(tokens), rows}, std::nullopt)
                               : emptyRows(rows);
+    if (lanes != LaneMode::None)
+      return laneMatMulRows(b, loc, lanes, weight, input, firstRow, rows, liveRows, init);
     if (width % kLanes != 0 || tokens % kTokenBlock != 0)
       return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
     OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
@@ -333,7 +336,7 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
   /// allows, the leftover rows one at a time.
 Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                           OpFoldResult firstRow, OpFoldResult rows, int64_t width,
-                          bool intermediate) {
+                          bool intermediate, LaneMode lanes) {
     auto sliceRows = [&](OpFoldResult from, OpFoldResult count) {
       return tensor::ExtractSliceOp::create(
                  b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
@@ -347,6 +350,8 @@ Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
         return scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt);
       return tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type());
     };
+    if (lanes != LaneMode::None)
+      return laneMatVecRows(b, loc, lanes, weight, input, firstRow, rows, outputInit());
     if (width % kLanes != 0)
       return rowByRowMatVec(b, loc, sliceRows(firstRow, rows), input, rows, outputInit());
     OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
@@ -366,9 +371,18 @@ Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                                          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   }
 
+/// The folded RMSNorm's scales, warp-shared when `lanes` says so.
+Value rmsScales(OpBuilder &b, Location loc, Value input, float eps, LaneMode lanes) {
+  if (lanes != LaneMode::None)
+    return laneRmsScales(b, loc, lanes, input, eps);
+  return buildRmsScales(b, loc, input, eps);
+}
+
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
-  LowerMatVec(MLIRContext *ctx, bool prefetch) : OpRewritePattern<OpTy>(ctx), prefetch(prefetch) {}
+  LowerMatVec(MLIRContext *ctx, bool prefetch, LaneMode lanes)
+      : OpRewritePattern<OpTy>(ctx), prefetch(prefetch), lanes(lanes) {}
   bool prefetch; ///< Matmuls prefetch the next block of weight rows.
+  LaneMode lanes; ///< How the dot products' reductions are spread.
 
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -393,9 +407,9 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     bool rows = inputType.getRank() == 2; // T token rows: a matmul.
     int64_t tokens = rows ? inputType.getDimSize(0) : 1;
     Value result = rows ? matMulRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     op.getSwiglu(), op.getRows(), prefetch)
+                                     op.getSwiglu(), op.getRows(), prefetch, lanes)
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     /*intermediate=*/op.getSwiglu());
+                                     /*intermediate=*/op.getSwiglu(), lanes);
     // With live rows, the epilogues run on those rows only (the result's
     // other rows are left undefined): a slice with a dynamic row count.
     Value live = rows ? op.getRows() : Value();
@@ -418,7 +432,7 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     if (std::optional<APFloat> eps = op.getNormEps()) {
       // The folded RMSNorm: (W' x) times 1/rms(x), row by row. Every tile
       // recomputes the scale from the whole input (a small reduction).
-      Value scales = buildRmsScales(b, loc, op.getInput(), eps->convertToFloat());
+      Value scales = rmsScales(b, loc, op.getInput(), eps->convertToFloat(), lanes);
       result = scaleRows(b, loc, result, liveRows(scales, std::nullopt));
     }
     if (op.getSwiglu()) {
@@ -479,6 +493,8 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
           ArrayRef<OpFoldResult>{live, outputs},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     }
+    if (lanes == LaneMode::Gpu)
+      markWarpKernel(op);
     rewriter.replaceOp(op, castTo(b, loc, result, op.getType()));
     return success();
   }
@@ -490,7 +506,8 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
 /// first with norm_eps), Q and K rows rotated, and the K and V rows among
 /// them stored into row pos of the caches.
 struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerProjectQKV(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
+  LaneMode lanes; ///< How the dot products' reductions are spread.
 
   LogicalResult matchAndRewrite(ProjectQKVOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -511,9 +528,9 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
                   .getResult();
     }
     Value raw = matVecRows(b, loc, weight, op.getInput(), first, count, width,
-                           /*intermediate=*/true);
+                           /*intermediate=*/true, lanes);
     if (std::optional<APFloat> eps = op.getNormEps())
-      raw = scaleRows(b, loc, raw, buildRmsScales(b, loc, op.getInput(), eps->convertToFloat()));
+      raw = scaleRows(b, loc, raw, rmsScales(b, loc, op.getInput(), eps->convertToFloat(), lanes));
 
     // Rotate the Q and K rows; V rows pass through.
     Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);
@@ -565,6 +582,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     };
     Value keys = store(op.getKeys(), queryRows, queryRows + kvWidth);
     Value values = store(op.getValues(), queryRows + kvWidth, rows);
+    if (lanes == LaneMode::Gpu)
+      markWarpKernel(op);
     rewriter.replaceOp(op, {castTo(b, loc, y, op.getResult().getType()), keys, values});
     return success();
   }
@@ -573,8 +592,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
 } // namespace
 
 void mlir::quill::populateLowerMatVecPatterns(RewritePatternSet &patterns,
-                                              bool prefetchWeights) {
+                                              bool prefetchWeights, LaneMode lanes) {
   patterns.add<LowerMatVec<LinearOp>, LowerMatVec<LogitsOp>>(patterns.getContext(),
-                                                              prefetchWeights);
-  patterns.add<LowerProjectQKV>(patterns.getContext());
+                                                              prefetchWeights, lanes);
+  patterns.add<LowerProjectQKV>(patterns.getContext(), lanes);
 }

@@ -5,6 +5,7 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::quill {
 #define GEN_PASS_DEF_LOWERTOLINALG
@@ -18,8 +19,19 @@ namespace {
 struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPass> {
   using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
+    std::optional<LaneMode> lanes = llvm::StringSwitch<std::optional<LaneMode>>(laneReductions)
+                                        .Case("none", LaneMode::None)
+                                        .Case("gpu", LaneMode::Gpu)
+                                        .Case("emulate", LaneMode::Emulate)
+                                        .Default(std::nullopt);
+    if (!lanes) {
+      getOperation().emitError("quill-lower-to-linalg: lane-reductions must be none, gpu or "
+                               "emulate, not '")
+          << laneReductions << "'";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    populateLowerMatVecPatterns(patterns, prefetchWeights);
+    populateLowerMatVecPatterns(patterns, prefetchWeights, *lanes);
     populateLowerNormPatterns(patterns);
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);

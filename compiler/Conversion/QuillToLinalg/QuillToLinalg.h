@@ -1,12 +1,16 @@
 // Rewrite patterns from quill compute ops to linalg on tensors, by op family.
 #pragma once
 
+#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::quill {
 
-/// quill.linear and quill.logits: matrix-vector products.
-void populateLowerMatVecPatterns(RewritePatternSet &patterns, bool prefetchWeights);
+/// quill.linear, quill.logits and quill.project_qkv: matrix-vector
+/// products, their reductions spread over a warp's lanes per `lanes`.
+void populateLowerMatVecPatterns(RewritePatternSet &patterns, bool prefetchWeights,
+                                 LaneMode lanes);
 /// quill.rmsnorm.
 void populateLowerNormPatterns(RewritePatternSet &patterns);
 /// quill.add, quill.swiglu, quill.rope.

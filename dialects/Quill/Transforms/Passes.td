@@ -268,17 +268,19 @@ def SpecializeGpuUnits : Pass<"quill-specialize-gpu-units", "ModuleOp"> {
 }
 
 def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
-  let summary = "Moves the kernels into a gpu.module, one GPU thread per unit of work";
+  let summary = "Moves the kernels into a gpu.module, one GPU thread (or warp) per unit of work";
   let description = [{
     The CUDA target's first stage, on kernels at the loops stage. Each
     kernel `K(memrefs..., token, pos, begin, end)` moves into
     `gpu.module @kernels` as the private function `K_unit`, and
     `gpu.func @K(memrefs..., token, pos, work) kernel` takes its name: thread
     `i` of the launch grid computes unit `i` (`K_unit(..., i, i + 1)`) when
-    `i < work`. The schedules stay as they are, so the runtime launches
-    `ceil(work / block)` blocks per dispatch. This is the first, correct
-    mapping (one thread per output row or kv head); tiling for warps and
-    shared memory comes later. The module becomes a `gpu.container_module`.
+    `i < work`, so the runtime launches `ceil(work / block)` blocks per
+    dispatch. A kernel marked `quill.warp_lanes = L` (matrix-vector kernels
+    lowered with `lane-reductions=gpu`) runs unit `i / L` on thread `i`,
+    its `L` lanes sharing the unit's reductions; the work (and grain) of
+    its dispatches is multiplied by `L`, so it counts threads. The module
+    becomes a `gpu.container_module`.
     A kernel whose stack buffers exceed CUDA's 512 KiB of local memory per
     thread is an error here rather than a failed launch on the GPU.
 

@@ -1,5 +1,7 @@
 // quill-wrap-gpu-kernels: the kernels move into a gpu.module, each behind a
-// gpu.func that runs one unit of work per GPU thread.
+// gpu.func that runs one unit of work per GPU thread, or per warp for
+// kernels marked quill.warp_lanes (their dispatches' work then counts
+// threads: units times lanes).
 #include "dialects/Quill/Transforms/Passes.h"
 
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
@@ -41,6 +43,25 @@ int64_t localBytes(func::FuncOp kernel) {
   return bytes;
 }
 
+/// Multiplies the work of every dispatch of `kernel` by `lanes`; false
+/// after reporting a batch-step dispatch, whose work the runtime caps by
+/// live rows (in units).
+bool scaleDispatches(ModuleOp module, StringRef kernel, int64_t lanes) {
+  bool ok = true;
+  module.walk([&](quill::DispatchOp dispatch) {
+    if (dispatch.getKernel() != kernel)
+      return;
+    if (dispatch.getLiveRows()) {
+      dispatch.emitError("a warp-per-unit kernel cannot be bounded by live rows");
+      ok = false;
+      return;
+    }
+    dispatch.setWork(dispatch.getWork() * lanes);
+    dispatch.setGrain(dispatch.getGrain() * lanes);
+  });
+  return ok;
+}
+
 struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -66,7 +87,15 @@ struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernels
       kernel.setPrivate();
       kernel->removeAttr("quill.kernel");
 
-      // K(memrefs..., token, pos, work): thread i runs unit i.
+      // Lanes per unit: 1, or a warp whose lanes share the unit's reductions.
+      int64_t lanes = 1;
+      if (auto attr = kernel->getAttrOfType<IntegerAttr>("quill.warp_lanes"))
+        lanes = attr.getInt();
+      kernel->removeAttr("quill.warp_lanes");
+      if (lanes != 1 && !scaleDispatches(module, name, lanes))
+        return signalPassFailure();
+
+      // K(memrefs..., token, pos, work): thread i runs unit i / lanes.
       FunctionType type = kernel.getFunctionType();
       unsigned memrefs = type.getNumInputs() - 4;
       SmallVector<Type> inputs(type.getInputs().take_front(memrefs));
@@ -78,10 +107,16 @@ struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernels
       Block &entry = wrapper.getBody().front();
       OpBuilder wb = OpBuilder::atBlockBegin(&entry);
       Value work = entry.getArgument(memrefs + 2);
-      Value unit = gpu::GlobalIdOp::create(wb, loc, gpu::Dimension::x);
-      Value live = arith::CmpIOp::create(wb, loc, arith::CmpIPredicate::ult, unit, work);
+      Value thread = gpu::GlobalIdOp::create(wb, loc, gpu::Dimension::x);
+      // Work is a multiple of the lanes: a warp is wholly live or idle, so
+      // its shuffles see every lane.
+      Value live = arith::CmpIOp::create(wb, loc, arith::CmpIPredicate::ult, thread, work);
       auto ifOp = scf::IfOp::create(wb, loc, live, /*withElseRegion=*/false);
       OpBuilder tb = ifOp.getThenBodyBuilder();
+      Value unit = lanes == 1 ? thread
+                              : arith::DivUIOp::create(tb, loc, thread,
+                                                       arith::ConstantIndexOp::create(tb, loc, lanes))
+                                    .getResult();
       Value next = arith::AddIOp::create(tb, loc, unit, arith::ConstantIndexOp::create(tb, loc, 1));
       SmallVector<Value> args(entry.getArguments().take_front(memrefs + 2));
       args.append({unit, next});

@@ -23,3 +23,19 @@ module {
     return
   }
 }
+
+// -----
+
+// A warp-per-unit kernel's work counts threads; the runtime caps live-row
+// dispatches by rows (units), so the two cannot meet.
+// CHECK: error: a warp-per-unit kernel cannot be bounded by live rows
+module {
+  quill.schedule "batch" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
+      scratch_bytes = 320 : i64, weight_bytes = 2048 : i64, weight_offsets = {}} {
+    quill.dispatch @rows_8([#quill.binding<"scratch", 0, 32>]) work(8, 1) writes [0] {live_rows}
+  }
+  func.func @rows_8(%x: memref<8xf32>, %token: index, %pos: index, %begin: index, %end: index)
+      attributes {quill.kernel, quill.warp_lanes = 32 : i64} {
+    return
+  }
+}

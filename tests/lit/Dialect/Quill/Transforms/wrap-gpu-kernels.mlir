@@ -36,3 +36,31 @@ module {
   }
 }
 
+
+// -----
+
+// A kernel marked quill.warp_lanes = 32 runs unit i / 32 on thread i: its
+// dispatches' work and grain count threads (units times 32), so a warp is
+// wholly live or idle.
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK: quill.dispatch @linear_64_8x64([{{.*}}]) work(256, 32) writes [2]
+// CHECK: func.func private @linear_64_8x64_unit
+// CHECK-NOT: quill.warp_lanes
+// CHECK: gpu.func @linear_64_8x64(%[[X:.*]]: memref<64xf32>, %[[W:.*]]: memref<8x64xf32>, %[[Y:.*]]: memref<8xf32>, %[[TOKEN:.*]]: index, %[[POS:.*]]: index, %[[WORK:.*]]: index) kernel {
+// CHECK: %[[T:.*]] = gpu.global_id x
+// CHECK: %[[LIVE:.*]] = arith.cmpi ult, %[[T]], %[[WORK]] : index
+// CHECK: scf.if %[[LIVE]] {
+// CHECK: %[[LANES:.*]] = arith.constant 32 : index
+// CHECK: %[[UNIT:.*]] = arith.divui %[[T]], %[[LANES]] : index
+// CHECK: %[[NEXT:.*]] = arith.addi %[[UNIT]], %{{.*}} : index
+// CHECK: func.call @linear_64_8x64_unit(%[[X]], %[[W]], %[[Y]], %[[TOKEN]], %[[POS]], %[[UNIT]], %[[NEXT]])
+module {
+  quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
+      scratch_bytes = 320 : i64, weight_bytes = 2048 : i64, weight_offsets = {}} {
+    quill.dispatch @linear_64_8x64([#quill.binding<"scratch", 0, 256>, #quill.binding<"weights", 0, 2048>, #quill.binding<"scratch", 256, 32>]) work(8, 1) writes [2]
+  }
+  func.func @linear_64_8x64(%x: memref<64xf32>, %w: memref<8x64xf32>, %y: memref<8xf32>, %token: index,
+                            %pos: index, %begin: index, %end: index) attributes {quill.kernel, quill.warp_lanes = 32 : i64} {
+    return
+  }
+}

@@ -1,0 +1,55 @@
+// Reductions over a vector's width shared by the 32 lanes of a GPU warp:
+// lane l sums the elements l, l + 32, l + 64, ... (so a warp's loads are
+// 128 contiguous bytes), then the lanes' partial sums meet in a butterfly.
+#pragma once
+
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+
+namespace mlir::quill {
+
+/// How reductions inside matrix-vector kernels are spread.
+enum class LaneMode {
+  None,    ///< One thread sums a whole row (the CPU's schedules).
+  Gpu,     ///< The warp's 32 lanes share it: gpu.lane_id, gpu.shuffle xor.
+  Emulate, ///< The same sums, in the same order, computed by one CPU thread.
+};
+
+/// Lanes of a warp on every NVIDIA GPU.
+constexpr int64_t kWarpLanes = 32;
+
+/// Adds the term of element k into the running f32 sum `acc`.
+using LaneTerm = std::function<Value(OpBuilder &, Location, Value k, Value acc)>;
+
+/// sum over k in [0, width) of `term`, as a warp computes it: each lane
+/// keeps four interleaved partial sums when width is a multiple of 128
+/// (independent loads in flight), one otherwise; then xor-butterfly steps
+/// of 16, 8, 4, 2, 1 lanes. Every lane ends with the same (bitwise) sum,
+/// and Emulate gives exactly Gpu's result. `mode` must not be None.
+Value laneSum(OpBuilder &b, Location loc, LaneMode mode, int64_t width, const LaneTerm &term);
+
+/// Marks the kernel around `op` as run by a warp per unit of work.
+void markWarpKernel(Operation *op);
+
+/// The attribute that marks such kernels (quill-wrap-gpu-kernels reads it).
+constexpr const char *kWarpLanesAttr = "quill.warp_lanes";
+
+} // namespace mlir::quill
+
+namespace mlir::quill {
+
+/// W[firstRow : firstRow + rows] @ x into `init` ([rows]), each row a
+/// laneSum.
+Value laneMatVecRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Value input,
+                     OpFoldResult firstRow, OpFoldResult rows, Value init);
+
+/// X[T, K] @ W[firstRow : firstRow + rows]^T into `init` ([T, rows]), each
+/// element a laneSum; with `liveRows`, only token rows [0, liveRows).
+Value laneMatMulRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Value input,
+                     OpFoldResult firstRow, OpFoldResult rows, Value liveRows, Value init);
+
+/// buildRmsScales with each row's sum of squares a laneSum.
+Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps);
+
+} // namespace mlir::quill
