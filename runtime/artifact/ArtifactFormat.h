@@ -20,7 +20,8 @@
 namespace quill {
 
 constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
-constexpr uint32_t kArtifactVersion = 3;
+/// 4: CUDA kernels read the token and position from device memory.
+constexpr uint32_t kArtifactVersion = 4;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {

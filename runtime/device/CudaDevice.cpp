@@ -16,14 +16,20 @@ constexpr unsigned kBlock = 128;
 constexpr unsigned kWarp = 32;
 } // namespace
 
-CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver)
-    : artifact_(artifact), driver_(driver), logits_(artifact.config().vocabSize),
+CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver, bool cudaGraphs)
+    : artifact_(artifact), driver_(driver), cudaGraphs_(cudaGraphs),
+      logits_(artifact.config().vocabSize),
       kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen, /*hostMemory=*/false) {}
 
 CudaDevice::~CudaDevice() {
   if (context_)
     driver_.ctxSetCurrent(context_);
-  for (CudaDriver::DevicePtr p : {weights_, kv_, scratch_, input_})
+  for (void *graph : {stepGraph_, prefillGraph_})
+    if (graph)
+      driver_.graphExecDestroy(graph);
+  if (stream_)
+    driver_.streamDestroy(stream_);
+  for (CudaDriver::DevicePtr p : {weights_, kv_, scratch_, input_, stepArgs_})
     if (p)
       driver_.memFree(p);
   if (module_)
@@ -32,14 +38,15 @@ CudaDevice::~CudaDevice() {
     driver_.primaryCtxRelease(device_);
 }
 
-ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact) {
+ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact,
+                                                        bool cudaGraphs) {
   if (!artifact.isCuda())
     return Status::error(artifact.path() +
                          ": compiled for the CPU: compile it with --target=cuda for --device cuda");
   auto driver = CudaDriver::load();
   if (!driver)
     return driver.status();
-  std::unique_ptr<CudaDevice> d(new CudaDevice(artifact, *driver));
+  std::unique_ptr<CudaDevice> d(new CudaDevice(artifact, *driver, cudaGraphs));
   const CudaDriver &cu = d->driver_;
   if (Status s = cu.check(cu.init(0), "cuInit (no usable GPU?)"); !s)
     return s;
@@ -76,9 +83,14 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
   for (auto [ptr, bytes, what] :
        {std::tuple{&d->weights_, step.weightBytes, "weights"},
         std::tuple{&d->kv_, step.kvBytes, "KV cache"}, std::tuple{&d->scratch_, scratch, "scratch"},
-        std::tuple{&d->input_, prefill ? prefill->inputBytes : uint64_t(64), "input"}})
+        std::tuple{&d->input_, prefill ? prefill->inputBytes : uint64_t(64), "input"},
+        std::tuple{&d->stepArgs_, uint64_t(sizeof d->hostStepArgs_), "step arguments"}})
     if (Status s = alloc(*ptr, bytes, what); !s)
       return s;
+  if (Status s = cu.check(cu.streamCreate(&d->stream_, CudaDriver::kStreamNonBlocking),
+                          "cuStreamCreate");
+      !s)
+    return s;
   if (Status s = cu.check(cu.memcpyHtoD(d->weights_, artifact.weights(), step.weightBytes),
                           "copying the weights to the GPU");
       !s)
@@ -132,6 +144,7 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
     Launch launch{f.handle, f.block, {}, d.work, d.liveRows, &name};
     for (const Binding &b : d.bindings)
       launch.pointers.push_back(address(b));
+    launch.pointers.push_back(stepArgs_);
     launches.push_back(std::move(launch));
   }
   logits = address(schedule.logits);
@@ -147,32 +160,76 @@ Status CudaDevice::makeCurrent() const {
   return driver_.check(driver_.ctxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
-Status CudaDevice::run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits,
-                       int32_t token, int32_t pos) {
+Status CudaDevice::launchAll(const std::vector<Launch> &launches, int32_t token) {
   std::vector<uint64_t> values;
   std::vector<void *> params;
   for (const Launch &launch : launches) {
     const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
     if (work <= 0)
       continue;
-    // Kernel parameters: one pointer per binding, then token, pos, work.
+    // Kernel parameters: one pointer per binding, the step arguments, the work.
     values.assign(launch.pointers.begin(), launch.pointers.end());
-    values.insert(values.end(), {uint64_t(int64_t(token)), uint64_t(int64_t(pos)),
-                                 uint64_t(work)});
+    values.push_back(uint64_t(work));
     params.clear();
     for (uint64_t &value : values)
       params.push_back(&value);
     unsigned blocks = static_cast<unsigned>((work + launch.block - 1) / launch.block);
     if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block,
-                                                      1, 1, 0, nullptr, params.data(), nullptr),
+                                                      1, 1, 0, stream_, params.data(), nullptr),
                                  "launching kernel " + *launch.name);
         !s)
       return s;
   }
-  // Synchronous: a fault in any kernel of the step surfaces here.
-  return driver_.check(
-      driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
-      "running the step (copying the logits back)");
+  return Status::ok();
+}
+
+Status CudaDevice::capture(const std::vector<Launch> &launches, void *&graph) {
+  if (Status s = driver_.check(driver_.streamBeginCapture(stream_, CudaDriver::kCaptureThreadLocal),
+                               "capturing the step's CUDA graph");
+      !s)
+    return s;
+  // Capture ends whatever happens, so the stream is usable afterwards.
+  Status launched = launchAll(launches, /*token=*/0);
+  void *captured = nullptr;
+  Status ended = driver_.check(driver_.streamEndCapture(stream_, &captured),
+                               "capturing the step's CUDA graph");
+  if (launched && ended)
+    ended = driver_.check(driver_.graphInstantiate(&graph, captured, 0),
+                          "instantiating the step's CUDA graph");
+  if (captured)
+    driver_.graphDestroy(captured);
+  return launched ? ended : launched;
+}
+
+Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
+                       CudaDriver::DevicePtr logits, int32_t token, int32_t pos) {
+  // Graphs replay fixed work: a schedule bounded by live rows (a batch
+  // step, which the CUDA target does not build) launches one by one.
+  const bool replay = cudaGraphs_ && std::none_of(launches.begin(), launches.end(),
+                                                  [](const Launch &l) { return l.liveRows; });
+  hostStepArgs_[0] = token;
+  hostStepArgs_[1] = pos;
+  Status s = driver_.check(driver_.memcpyHtoDAsync(stepArgs_, hostStepArgs_,
+                                                   sizeof hostStepArgs_, stream_),
+                           "copying the step's token and position to the GPU");
+  if (s && replay && !graph)
+    s = capture(launches, graph);
+  if (s)
+    s = replay ? driver_.check(driver_.graphLaunch(graph, stream_),
+                               "launching the step's CUDA graph of " +
+                                   std::to_string(launches.size()) + " kernels")
+               : launchAll(launches, token);
+  // A fault in any kernel of the step surfaces here.
+  if (s)
+    s = driver_.check(driver_.streamSynchronize(stream_),
+                      replay ? "running the step (a CUDA graph; --no-cuda-graphs names a "
+                               "failing kernel when its launch fails)"
+                             : "running the step");
+  if (s)
+    s = driver_.check(
+        driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
+        "copying the logits back");
+  return s;
 }
 
 void CudaDevice::step(int32_t token, int32_t pos) {
@@ -180,7 +237,7 @@ void CudaDevice::step(int32_t token, int32_t pos) {
     return;
   Status s = makeCurrent();
   if (s)
-    s = run(launches_, stepLogits_, token, pos);
+    s = run(launches_, stepGraph_, stepLogits_, token, pos);
   fail(s);
 }
 
@@ -189,11 +246,11 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
     return;
   Status s = makeCurrent();
   if (s)
-    s = driver_.check(
-        driver_.memcpyHtoD(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_)),
-        "copying the prompt to the GPU");
+    s = driver_.check(driver_.memcpyHtoDAsync(input_, tokens,
+                                              sizeof(int32_t) * size_t(prefillChunk_), stream_),
+                      "copying the prompt to the GPU");
   if (s)
-    s = run(prefillLaunches_, prefillLogits_, /*token=*/0, pos);
+    s = run(prefillLaunches_, prefillGraph_, prefillLogits_, /*token=*/0, pos);
   fail(s);
 }
 
@@ -235,7 +292,9 @@ double CudaDevice::measureOwnBandwidthGBs() {
 
 std::string CudaDevice::describe() const {
   return "device: cuda, " + deviceName_ + ", " + std::to_string(launches_.size()) +
-         " kernel launches per step, at most " +
+         " kernels per step" +
+         (cudaGraphs_ ? std::string(" replayed as one CUDA graph") : std::string(" launched one by one")) +
+         ", at most " +
          std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
          (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
                         : std::string("no prefill step")) +

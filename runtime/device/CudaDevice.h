@@ -1,5 +1,8 @@
 // The CUDA implementation of Device: the artifact's PTX kernels, launched in
-// schedule order on the default stream, weights and caches in device memory.
+// schedule order on a stream of the device's own, weights and caches in
+// device memory. The kernels read the token and position from device memory,
+// so a schedule's launches are the same every step: they are captured once
+// into a CUDA graph and replayed (one launch per step instead of ~100).
 //
 // Status: checked against a stand-in driver (tests/mock_cuda: launches
 // against the PTX, copies, leaks) but not yet run on a GPU; the GPU tests in
@@ -24,8 +27,11 @@ class CudaDevice final : public Device {
 public:
   /// Loads the driver, GPU 0's primary context, the artifact's PTX, and
   /// copies the weights to device memory. Fails in one line when there is
-  /// no driver or GPU, or the artifact is not a CUDA one.
-  static ErrorOr<std::unique_ptr<CudaDevice>> create(const Artifact &artifact);
+  /// no driver or GPU, or the artifact is not a CUDA one. Without
+  /// `cudaGraphs` every kernel is launched every step (for A/B comparisons,
+  /// and to name a kernel that fails to launch).
+  static ErrorOr<std::unique_ptr<CudaDevice>> create(const Artifact &artifact,
+                                                     bool cudaGraphs = true);
   ~CudaDevice() override;
 
   const char *name() const override { return "cuda"; }
@@ -42,7 +48,7 @@ public:
 
 private:
   /// One dispatch: its function, its parameters' values (binding pointers,
-  /// then token, pos and work, filled at launch), and its work.
+  /// then the step arguments' pointer and the work, filled at launch).
   struct Launch {
     void *function;
     unsigned block;       ///< Threads per block: 128, or fewer if the kernel needs.
@@ -53,12 +59,17 @@ private:
   };
   struct Schedules;
 
-  CudaDevice(const Artifact &artifact, CudaDriver driver);
+  CudaDevice(const Artifact &artifact, CudaDriver driver, bool cudaGraphs);
   Status resolve(const Schedule &schedule, std::vector<Launch> &launches,
                  CudaDriver::DevicePtr &logits);
-  /// Launches in order, then copies the logits back.
-  Status run(const std::vector<Launch> &launches, CudaDriver::DevicePtr logits, int32_t token,
-             int32_t pos);
+  /// Writes token and pos to the step arguments, runs the launches (the
+  /// graph `graph`, captured on first use), then copies the logits back.
+  Status run(const std::vector<Launch> &launches, void *&graph, CudaDriver::DevicePtr logits,
+             int32_t token, int32_t pos);
+  /// Launches in order on the stream.
+  Status launchAll(const std::vector<Launch> &launches, int32_t token);
+  /// Captures `launches` on the stream into an executable graph.
+  Status capture(const std::vector<Launch> &launches, void *&graph);
   /// Records the first error: later steps do nothing (the cache is then in
   /// an unknown state), and error() reports it.
   void fail(const Status &status);
@@ -73,6 +84,11 @@ private:
   std::string deviceName_;
   int largestLocalBytes_ = 0; ///< Per thread, over the launched kernels.
   CudaDriver::DevicePtr weights_ = 0, kv_ = 0, scratch_ = 0, input_ = 0;
+  CudaDriver::DevicePtr stepArgs_ = 0; ///< [token, pos] as int64, read by every kernel.
+  int64_t hostStepArgs_[2] = {0, 0};   ///< Their source for the copy.
+  void *stream_ = nullptr;
+  bool cudaGraphs_;
+  void *stepGraph_ = nullptr, *prefillGraph_ = nullptr; ///< Executable graphs, once captured.
   std::vector<Launch> launches_, prefillLaunches_;
   CudaDriver::DevicePtr stepLogits_ = 0, prefillLogits_ = 0;
   std::vector<float> logits_;

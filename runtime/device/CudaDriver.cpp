@@ -43,6 +43,16 @@ ErrorOr<CudaDriver> CudaDriver::load() {
   bind(d.memsetD8, "cuMemsetD8_v2");
   bind(d.launchKernel, "cuLaunchKernel");
   bind(d.getErrorString, "cuGetErrorString");
+  bind(d.streamCreate, "cuStreamCreate");
+  bind(d.streamDestroy, "cuStreamDestroy_v2");
+  bind(d.streamSynchronize, "cuStreamSynchronize");
+  bind(d.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  bind(d.streamBeginCapture, "cuStreamBeginCapture_v2");
+  bind(d.streamEndCapture, "cuStreamEndCapture");
+  bind(d.graphInstantiate, "cuGraphInstantiateWithFlags");
+  bind(d.graphLaunch, "cuGraphLaunch");
+  bind(d.graphDestroy, "cuGraphDestroy");
+  bind(d.graphExecDestroy, "cuGraphExecDestroy");
   if (!missing.empty())
     return Status::error("the CUDA driver lacks " + missing);
   return d;

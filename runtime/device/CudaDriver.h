@@ -35,9 +35,24 @@ struct CudaDriver {
   Result (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, void *, void **, void **) = nullptr;
   Result (*getErrorString)(Result, const char **) = nullptr;
+  // A stream of the device's own, and CUDA graphs captured from it.
+  Result (*streamCreate)(void **, unsigned) = nullptr;
+  Result (*streamDestroy)(void *) = nullptr;
+  Result (*streamSynchronize)(void *) = nullptr;
+  Result (*memcpyHtoDAsync)(DevicePtr, const void *, size_t, void *) = nullptr;
+  Result (*streamBeginCapture)(void *, int) = nullptr;
+  Result (*streamEndCapture)(void *, void **) = nullptr;
+  Result (*graphInstantiate)(void **, void *, unsigned long long) = nullptr;
+  Result (*graphLaunch)(void *, void *) = nullptr;
+  Result (*graphDestroy)(void *) = nullptr;
+  Result (*graphExecDestroy)(void *) = nullptr;
 
   /// CUfunction_attribute values used here.
   static constexpr int kMaxThreadsPerBlock = 0, kLocalSizeBytes = 3;
+  /// CU_STREAM_NON_BLOCKING: no implicit ordering with the legacy stream.
+  static constexpr unsigned kStreamNonBlocking = 1;
+  /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL.
+  static constexpr int kCaptureThreadLocal = 1;
 
   /// Loads libcuda.so.1 (or $QUILL_CUDA_DRIVER) and binds every function;
   /// fails naming what is missing. The library stays loaded for the process.

@@ -3,7 +3,8 @@
 # scripts/gpu/prepare.sh: the CUDA path's correctness tests (stories260K's
 # golden text, the logits of 64 steps against the CPU) and the speed of the
 # 110m and 1b shapes (quill-run --bench --device cuda; 110m-thread-rows is
-# 110m with --no-warp-reductions, for the A/B). Everything it
+# 110m with --no-warp-reductions, for the A/B; 110m also runs with
+# --no-cuda-graphs). Everything it
 # prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -36,6 +37,11 @@ for shape in 110m 110m-thread-rows 1b; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$carry/bin/quill-run" "$artifact" --device cuda --bench --json > "$out/bench-$shape.json" 2>> "$log" ||
     status=1
+  if [ "$shape" = 110m ]; then
+    say "== $shape, kernels launched one by one (--no-cuda-graphs)"
+    "$carry/bin/quill-run" "$artifact" --device cuda --bench --no-cuda-graphs 2>&1 | tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
   rm -f "$artifact"
 done
 say "== status $status"

@@ -197,15 +197,28 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
   EXPECT_EQ(noGpu.err.rfind("quill-run: --device cuda: ", 0), 0u) << noGpu.err;
   EXPECT_NE(noGpu.err.find("no CUDA-capable device"), std::string::npos) << noGpu.err;
 
-  // A kernel that fails mid-step (a fault, a lost device): one line naming
-  // it, nonzero, and no text after it.
+  // A kernel that faults mid-step (a lost device, a bad access) in the
+  // replayed graph: one line, nonzero, no text after it, nothing leaked.
   CommandResult fault =
       run(withMockDriver("MOCK_CUDA_FAIL=launch") + quote(path) + " --device cuda -n 4");
   EXPECT_NE(fault.exitCode, 0);
   EXPECT_EQ(fault.out, "");
-  EXPECT_NE(fault.err.find("quill-run: launching kernel "), std::string::npos) << fault.err;
+  EXPECT_EQ(fault.err.rfind("quill-run: running the step (a CUDA graph", 0), 0u) << fault.err;
   EXPECT_NE(fault.err.find(": unspecified launch failure\n"), std::string::npos) << fault.err;
   EXPECT_EQ(mockReport(fault.err).live, 0u) << fault.err;
+  // Launched one by one, a kernel whose launch fails is named.
+  CommandResult named = run(withMockDriver("MOCK_CUDA_FAIL=launch") + quote(path) +
+                            " --device cuda --no-cuda-graphs -n 4");
+  EXPECT_NE(named.exitCode, 0);
+  EXPECT_EQ(named.out, "");
+  EXPECT_EQ(named.err.rfind("quill-run: launching kernel ", 0), 0u) << named.err;
+  EXPECT_NE(named.err.find(": unspecified launch failure\n"), std::string::npos) << named.err;
+  EXPECT_EQ(mockReport(named.err).live, 0u) << named.err;
+
+  CommandResult graphsOnCpu = run(quote(tool("quill-run")) + " " + quote(path) +
+                                  " --no-cuda-graphs -n 4");
+  EXPECT_NE(graphsOnCpu.exitCode, 0);
+  EXPECT_EQ(graphsOnCpu.err, "quill-run: --no-cuda-graphs is for --device cuda\n");
 
   CommandResult beams =
       run(withMockDriver() + quote(path) + " --device cuda --beams 2 -n 4");
@@ -215,23 +228,34 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
 
 TEST_F(CudaArtifact, RuntimeDrivesTheDriverAsThePtxDeclares) {
   // The stand-in driver checks every launch against the PTX (parameters,
-  // pointers into device memory, grid over the work) and every copy's
-  // bounds; kernels do not run, so the text is not checked here.
+  // pointers into device memory, grid over the work, the runtime's own
+  // stream) and every copy's bounds, and re-checks a graph's launches at
+  // each replay; kernels do not run, so the text is not checked here.
+  // Replayed as a graph or launched one by one, the kernels run as often.
   const int steps = 8;
-  CommandResult r = run(withMockDriver() + quote(path) +
-                        " --device cuda --temp 0 -n " + std::to_string(steps) + " --verbose");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.err.find("device: cuda, Quill mock GPU"), std::string::npos) << r.err;
-  MockReport m = mockReport(r.err);
-  ASSERT_TRUE(m.found) << r.err;
-  EXPECT_EQ(m.failed, 0u) << r.err;
-  EXPECT_EQ(m.live, 0u) << "device memory leaked: " << r.err;
-  // Weights went over once; only logits come back, one vocabulary per step.
-  EXPECT_GE(m.toDevice, artifact->schedule().weightBytes);
-  const uint64_t logitBytes = uint64_t(artifact->config().vocabSize) * sizeof(float);
-  EXPECT_EQ(m.fromDevice % logitBytes, 0u);
-  EXPECT_GE(m.fromDevice / logitBytes, uint64_t(steps));
-  EXPECT_GE(m.launches, steps * artifact->schedule().dispatches.size());
+  uint64_t launches[2] = {0, 0};
+  for (bool graphs : {true, false}) {
+    CommandResult r = run(withMockDriver() + quote(path) + " --device cuda --temp 0 -n " +
+                          std::to_string(steps) + " --verbose" +
+                          (graphs ? "" : " --no-cuda-graphs"));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("device: cuda, Quill mock GPU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(graphs ? "replayed as one CUDA graph" : "launched one by one"),
+              std::string::npos)
+        << r.err;
+    MockReport m = mockReport(r.err);
+    ASSERT_TRUE(m.found) << r.err;
+    EXPECT_EQ(m.failed, 0u) << r.err;
+    EXPECT_EQ(m.live, 0u) << "device memory, a stream or a graph leaked: " << r.err;
+    // Weights went over once; only logits come back, one vocabulary per step.
+    EXPECT_GE(m.toDevice, artifact->schedule().weightBytes);
+    const uint64_t logitBytes = uint64_t(artifact->config().vocabSize) * sizeof(float);
+    EXPECT_EQ(m.fromDevice % logitBytes, 0u);
+    EXPECT_GE(m.fromDevice / logitBytes, uint64_t(steps));
+    EXPECT_GE(m.launches, steps * artifact->schedule().dispatches.size());
+    launches[graphs ? 0 : 1] = m.launches;
+  }
+  EXPECT_EQ(launches[0], launches[1]);
 }
 
 TEST_F(CudaArtifact, BenchReportsTheDevicesOwnBandwidth) {

@@ -2,15 +2,18 @@
 // driver API on machines without a GPU (QUILL_CUDA_DRIVER points quill-run
 // at it). "Device memory" is host memory; kernels are not run, but every
 // launch is checked against the PTX the module was loaded from: the entry
-// exists, its pointer parameters come first and its three scalars last,
-// every pointer parameter points
-// into a live allocation, and the grid covers the work (the last parameter)
-// without a wholly idle block. Copies are bounds-checked, and every call
-// that needs one checks for a current context (per thread). Any violation
-// prints one "mock-cuda:" line and fails the call.
+// exists, its pointer parameters come first and its one scalar (the work)
+// last, every pointer parameter points into a live allocation, the grid
+// covers the work without a wholly idle block, and it goes to a stream the
+// runtime created. Launches on a capturing stream become a CUDA graph, and
+// each replay of it re-checks its pointers. Copies are bounds-checked, and
+// every call that needs one checks for a current context (per thread). Any
+// violation prints one "mock-cuda:" line and fails the call.
 //
 // MOCK_CUDA_FAIL=init makes cuInit report that there is no device, and
-// MOCK_CUDA_FAIL=launch makes the fourth launch fail as a faulting kernel would;
+// MOCK_CUDA_FAIL=launch makes the fourth kernel run fail: a direct launch
+// returns the error, a graph's replay makes the stream's next
+// synchronization return it (as a faulting kernel would);
 // MOCK_CUDA_MEMORY_MB sets the device memory (default 256 MiB);
 // MOCK_CUDA_REPORT=1 prints the counts at exit (launches, live allocations).
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,11 +57,30 @@ struct Module {
   std::vector<Entry> entries;
 };
 
+/// A checked launch: its entry, parameter values and grid.
+struct Launch {
+  const Entry *entry = nullptr;
+  std::vector<uint64_t> values;
+  unsigned grid = 0, block = 0;
+};
+
+struct Stream {
+  bool capturing = false;
+  bool faulted = false; ///< A replayed kernel "faulted": the next sync fails.
+  std::vector<Launch> captured;
+};
+
+/// A captured graph, and an instantiated (executable) one.
+struct Graph {
+  std::vector<Launch> launches;
+};
+
 struct State {
   std::mutex mutex;
   std::map<uint64_t, uint64_t> allocations; ///< Base → bytes.
   uint64_t inUse = 0;
   uint64_t launches = 0, toDevice = 0, fromDevice = 0, failures = 0;
+  std::set<const void *> streams, graphs, execs; ///< Live handles (leaks count too).
   bool initialized = false;
 
   ~State() {
@@ -67,7 +90,8 @@ struct State {
                    "mock-cuda: %llu launches, %llu bytes to the device, %llu from it, %zu live "
                    "allocations, %llu failed calls\n",
                    (unsigned long long)launches, (unsigned long long)toDevice,
-                   (unsigned long long)fromDevice, allocations.size(),
+                   (unsigned long long)fromDevice,
+                   allocations.size() + streams.size() + graphs.size() + execs.size(),
                    (unsigned long long)failures);
   }
 };
@@ -281,12 +305,56 @@ Result cuMemsetD8_v2(DevicePtr p, unsigned char value, size_t bytes) {
   return kSuccess;
 }
 
+} // extern "C"
+
+namespace {
+
+/// The stream as the runtime's own, or null after reporting it.
+Stream *ownStream(void *stream, const char *call) {
+  if (!stream || !state().streams.count(stream)) {
+    failWith(kInvalidValue, std::string(call) + ": not a stream the runtime created");
+    return nullptr;
+  }
+  return static_cast<Stream *>(stream);
+}
+
+/// Every pointer parameter of `launch` points into a live allocation, and
+/// the grid covers the work: empty, or why not.
+std::string checkLaunch(const Launch &launch) {
+  const Entry &entry = *launch.entry;
+  size_t count = entry.pointer.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (entry.pointer[i] && !inside(launch.values[i], 1))
+      return entry.name + ": pointer parameter " + std::to_string(i) + " is not device memory";
+    if (!entry.pointer[i] && i + 1 < count)
+      return entry.name + ": a scalar before the last parameter";
+  }
+  uint64_t work = launch.values[count - 1];
+  uint64_t threads = uint64_t(launch.grid) * launch.block;
+  if (work == 0 || threads < work || threads - work >= launch.block)
+    return entry.name + ": " + std::to_string(launch.grid) + " blocks of " +
+           std::to_string(launch.block) + " for " + std::to_string(work) + " units of work";
+  return "";
+}
+
+/// Whether MOCK_CUDA_FAIL=launch makes this kernel run fail.
+bool runFails() {
+  const char *fail = std::getenv("MOCK_CUDA_FAIL");
+  return fail && std::strcmp(fail, "launch") == 0 && state().launches >= 3;
+}
+
+} // namespace
+
+extern "C" {
+
 Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY, unsigned gridZ,
                       unsigned blockX, unsigned blockY, unsigned blockZ, unsigned sharedBytes,
                       void *stream, void **params, void **extra) {
-  (void)stream;
   if (!current)
     return failWith(kInvalidContext, "cuLaunchKernel: no current context on this thread");
+  Stream *own = ownStream(stream, "cuLaunchKernel");
+  if (!own)
+    return kInvalidValue;
   const auto *entry = static_cast<const Entry *>(function);
   if (!entry || !params || extra)
     return failWith(kInvalidValue, "cuLaunchKernel: no function or no parameters");
@@ -295,29 +363,132 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY, unsigned g
       sharedBytes != 0)
     return failWith(kInvalidValue, name + ": unexpected launch shape");
   // The runtime passes one 8-byte value per parameter; the last is the work.
-  size_t count = entry->pointer.size();
-  for (size_t i = 0; i < count; ++i) {
+  Launch launch{entry, {}, gridX, blockX};
+  for (size_t i = 0; i < entry->pointer.size(); ++i) {
     if (!params[i])
       return failWith(kInvalidValue, name + ": parameter " + std::to_string(i) + " missing");
     uint64_t value;
     std::memcpy(&value, params[i], sizeof value);
-    if (entry->pointer[i] && !inside(value, 1))
-      return failWith(kInvalidValue,
-                      name + ": pointer parameter " + std::to_string(i) + " is not device memory");
-    if (!entry->pointer[i] && i + 3 < count)
-      return failWith(kInvalidValue, name + ": a scalar before the last three parameters");
+    launch.values.push_back(value);
   }
-  uint64_t work;
-  std::memcpy(&work, params[count - 1], sizeof work);
-  uint64_t threads = uint64_t(gridX) * blockX;
-  if (work == 0 || threads < work || threads - work >= blockX)
-    return failWith(kInvalidValue, name + ": " + std::to_string(gridX) + " blocks of " +
-                                       std::to_string(blockX) + " for " + std::to_string(work) +
-                                       " units of work");
-  const char *fail = std::getenv("MOCK_CUDA_FAIL");
-  if (fail && std::strcmp(fail, "launch") == 0 && state().launches >= 3)
+  if (std::string why = checkLaunch(launch); !why.empty())
+    return failWith(kInvalidValue, why);
+  if (own->capturing) {
+    own->captured.push_back(std::move(launch));
+    return kSuccess;
+  }
+  if (runFails())
     return kLaunchFailed;
   ++state().launches;
+  return kSuccess;
+}
+
+Result cuStreamCreate(void **stream, unsigned flags) {
+  if (!current)
+    return failWith(kInvalidContext, "cuStreamCreate: no current context on this thread");
+  if (flags > 1)
+    return kInvalidValue;
+  *stream = new Stream;
+  state().streams.insert(*stream);
+  return kSuccess;
+}
+
+Result cuStreamDestroy_v2(void *stream) {
+  Stream *own = ownStream(stream, "cuStreamDestroy");
+  if (!own)
+    return kInvalidValue;
+  state().streams.erase(stream);
+  delete own;
+  return kSuccess;
+}
+
+Result cuStreamSynchronize(void *stream) {
+  if (!current)
+    return failWith(kInvalidContext, "cuStreamSynchronize: no current context on this thread");
+  Stream *own = ownStream(stream, "cuStreamSynchronize");
+  if (!own)
+    return kInvalidValue;
+  if (own->capturing)
+    return failWith(kInvalidValue, "cuStreamSynchronize: the stream is capturing");
+  if (own->faulted)
+    return kLaunchFailed; // Sticky, as a faulted context's is.
+  return kSuccess;
+}
+
+Result cuMemcpyHtoDAsync_v2(DevicePtr to, const void *from, size_t bytes, void *stream) {
+  Stream *own = ownStream(stream, "cuMemcpyHtoDAsync");
+  if (!own)
+    return kInvalidValue;
+  if (own->capturing)
+    return failWith(kInvalidValue, "cuMemcpyHtoDAsync: a copy from pageable memory captured");
+  return cuMemcpyHtoD_v2(to, from, bytes);
+}
+
+Result cuStreamBeginCapture_v2(void *stream, int mode) {
+  if (!current)
+    return failWith(kInvalidContext, "cuStreamBeginCapture: no current context on this thread");
+  Stream *own = ownStream(stream, "cuStreamBeginCapture");
+  if (!own)
+    return kInvalidValue;
+  if (own->capturing || mode < 0 || mode > 2)
+    return failWith(kInvalidValue, "cuStreamBeginCapture: already capturing, or a bad mode");
+  own->capturing = true;
+  own->captured.clear();
+  return kSuccess;
+}
+
+Result cuStreamEndCapture(void *stream, void **graph) {
+  Stream *own = ownStream(stream, "cuStreamEndCapture");
+  if (!own)
+    return kInvalidValue;
+  if (!own->capturing)
+    return failWith(kInvalidValue, "cuStreamEndCapture: the stream is not capturing");
+  own->capturing = false;
+  auto *g = new Graph{std::move(own->captured)};
+  own->captured.clear();
+  state().graphs.insert(g);
+  *graph = g;
+  return kSuccess;
+}
+
+Result cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  if (!state().graphs.count(graph) || flags != 0)
+    return failWith(kInvalidValue, "cuGraphInstantiate: not a captured graph");
+  auto *e = new Graph(*static_cast<Graph *>(graph));
+  state().execs.insert(e);
+  *exec = e;
+  return kSuccess;
+}
+
+Result cuGraphDestroy(void *graph) {
+  if (!state().graphs.erase(graph))
+    return failWith(kInvalidValue, "cuGraphDestroy: not a graph");
+  delete static_cast<Graph *>(graph);
+  return kSuccess;
+}
+
+Result cuGraphExecDestroy(void *exec) {
+  if (!state().execs.erase(exec))
+    return failWith(kInvalidValue, "cuGraphExecDestroy: not an executable graph");
+  delete static_cast<Graph *>(exec);
+  return kSuccess;
+}
+
+Result cuGraphLaunch(void *exec, void *stream) {
+  if (!current)
+    return failWith(kInvalidContext, "cuGraphLaunch: no current context on this thread");
+  Stream *own = ownStream(stream, "cuGraphLaunch");
+  if (!own)
+    return kInvalidValue;
+  if (!state().execs.count(exec))
+    return failWith(kInvalidValue, "cuGraphLaunch: not an executable graph");
+  for (const Launch &launch : static_cast<Graph *>(exec)->launches) {
+    if (std::string why = checkLaunch(launch); !why.empty())
+      return failWith(kInvalidValue, "cuGraphLaunch: " + why);
+    if (runFails())
+      own->faulted = true;
+    ++state().launches;
+  }
   return kSuccess;
 }
 

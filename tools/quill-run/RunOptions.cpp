@@ -40,6 +40,9 @@ const char *runUsage() {
          "                        artifact from quill-compile --target=cuda, the CUDA\n"
          "                        driver (libcuda.so.1, or $QUILL_CUDA_DRIVER) and a\n"
          "                        GPU, and runs one sequence)\n"
+         "  --no-cuda-graphs      with --device cuda: launch every kernel every step\n"
+         "                        instead of replaying the step as one CUDA graph\n"
+         "                        (for A/B comparisons; names a kernel whose launch fails)\n"
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --no-verify           skip checksumming the weights at load\n"
@@ -269,6 +272,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       if (device != "cpu" && device != "cuda")
         return Status::error("invalid --device '" + device + "': expected cpu or cuda");
       o.cuda = device == "cuda";
+    } else if (arg == "--no-cuda-graphs") {
+      o.cudaGraphs = false;
     } else if (arg == "--profile") {
       o.profile = true;
     } else if (arg == "--sequential-kernels") {
@@ -290,6 +295,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
     return Status::error("no artifact given (see --help)");
   if (Status s = validate(o.sampling); !s)
     return s;
+  if (!o.cudaGraphs && !o.cuda)
+    return Status::error("--no-cuda-graphs is for --device cuda");
   if (!o.batchFile.empty() && !o.prompt.empty())
     return Status::error("--batch-file and --prompt exclude each other: put the prompt in the file");
   if (!o.batchFile.empty() && o.bench)

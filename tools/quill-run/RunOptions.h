@@ -24,6 +24,7 @@ struct RunOptions {
   bool verifyWeights = true;
   bool profile = false;
   bool cuda = false;          ///< --device cuda.
+  bool cudaGraphs = true;     ///< CUDA: replay each step as one graph (--no-cuda-graphs).
   bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every kernel; report on stderr at exit.
   bool bench = false;         ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.

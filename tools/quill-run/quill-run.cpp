@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
         !options.batchSizes.empty() || options.profile || options.sequentialKernels)
       return fail("--device cuda runs one sequence (and --bench): no batch step, beams, samples "
                   "or kernel profile on the GPU yet");
-    auto device = CudaDevice::create(*artifact);
+    auto device = CudaDevice::create(*artifact, options.cudaGraphs);
     if (!device)
       return fail("--device cuda: " + device.message());
     owned = device.take();

@@ -273,10 +273,12 @@ def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
     The CUDA target's first stage, on kernels at the loops stage. Each
     kernel `K(memrefs..., token, pos, begin, end)` moves into
     `gpu.module @kernels` as the private function `K_unit`, and
-    `gpu.func @K(memrefs..., token, pos, work) kernel` takes its name: thread
-    `i` of the launch grid computes unit `i` (`K_unit(..., i, i + 1)`) when
-    `i < work`, so the runtime launches `ceil(work / block)` blocks per
-    dispatch. A kernel marked `quill.warp_lanes = L` (matrix-vector kernels
+    `gpu.func @K(memrefs..., step: memref<2xi64>, work) kernel` takes its
+    name: thread `i` of the launch grid computes unit `i`
+    (`K_unit(..., step[0], step[1], i, i + 1)`, token and position read from
+    device memory) when `i < work`, so the runtime launches
+    `ceil(work / block)` blocks per dispatch, and a step's launches are the
+    same every step (a CUDA graph replays them). A kernel marked `quill.warp_lanes = L` (matrix-vector kernels
     lowered with `lane-reductions=gpu`) runs unit `i / L` on thread `i`,
     its `L` lanes sharing the unit's reductions; the work (and grain) of
     its dispatches is multiplied by `L`, so it counts threads. The module
@@ -288,7 +290,7 @@ def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
     gpu.module @kernels {
       func.func private @rmsnorm_64_64_unit(...)
       gpu.func @rmsnorm_64_64(%x: memref<64xf32>, %w: memref<64xf32>, %y: memref<64xf32>,
-                              %token: index, %pos: index, %work: index) kernel {
+                              %step: memref<2xi64>, %work: index) kernel {
         %i = gpu.global_id x
         ...
       }
@@ -296,7 +298,8 @@ def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
     ```
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+                           "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def ApproximateMath : Pass<"quill-approximate-math", "ModuleOp"> {

@@ -95,31 +95,42 @@ struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernels
       if (lanes != 1 && !scaleDispatches(module, name, lanes))
         return signalPassFailure();
 
-      // K(memrefs..., token, pos, work): thread i runs unit i / lanes.
+      // K(memrefs..., step, work): thread i runs unit i / lanes. The token
+      // and position come from device memory (step = [token, pos] as i64),
+      // so a step's launches never change: the runtime captures them once
+      // in a CUDA graph and only rewrites those 16 bytes per step.
       FunctionType type = kernel.getFunctionType();
       unsigned memrefs = type.getNumInputs() - 4;
       SmallVector<Type> inputs(type.getInputs().take_front(memrefs));
       Type index = IndexType::get(ctx);
-      inputs.append({index, index, index});
+      auto stepType = MemRefType::get({2}, IntegerType::get(ctx, 64));
+      inputs.append({stepType, index});
       b.setInsertionPointToEnd(gpuModule.getBody());
       auto wrapper = gpu::GPUFuncOp::create(b, loc, name, FunctionType::get(ctx, inputs, {}));
       wrapper->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
       Block &entry = wrapper.getBody().front();
       OpBuilder wb = OpBuilder::atBlockBegin(&entry);
-      Value work = entry.getArgument(memrefs + 2);
+      Value stepArgs = entry.getArgument(memrefs);
+      Value work = entry.getArgument(memrefs + 1);
       Value thread = gpu::GlobalIdOp::create(wb, loc, gpu::Dimension::x);
       // Work is a multiple of the lanes: a warp is wholly live or idle, so
       // its shuffles see every lane.
       Value live = arith::CmpIOp::create(wb, loc, arith::CmpIPredicate::ult, thread, work);
       auto ifOp = scf::IfOp::create(wb, loc, live, /*withElseRegion=*/false);
       OpBuilder tb = ifOp.getThenBodyBuilder();
+      auto stepArg = [&](int64_t i) -> Value {
+        Value at = arith::ConstantIndexOp::create(tb, loc, i);
+        Value raw = memref::LoadOp::create(tb, loc, stepArgs, ValueRange{at});
+        return arith::IndexCastOp::create(tb, loc, index, raw);
+      };
+      Value token = stepArg(0), pos = stepArg(1);
       Value unit = lanes == 1 ? thread
                               : arith::DivUIOp::create(tb, loc, thread,
                                                        arith::ConstantIndexOp::create(tb, loc, lanes))
                                     .getResult();
       Value next = arith::AddIOp::create(tb, loc, unit, arith::ConstantIndexOp::create(tb, loc, 1));
-      SmallVector<Value> args(entry.getArguments().take_front(memrefs + 2));
-      args.append({unit, next});
+      SmallVector<Value> args(entry.getArguments().take_front(memrefs));
+      args.append({token, pos, unit, next});
       func::CallOp::create(tb, loc, kernel, args);
       gpu::ReturnOp::create(wb, loc);
     }
