@@ -61,7 +61,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
   auto headDim = b.getI64IntegerAttr(config.headDim());
 
   Value embeddings = weight("tok_embeddings", mat(vocab, dim));
-  Value x = rows ? q::EmbeddingsOp::create(b, loc, act(dim), embeddings, token).getResult()
+  Value x = rows ? q::EmbeddingsOp::create(b, loc, act(dim), embeddings, token, /*tile=*/ValueRange{}).getResult()
                  : q::EmbeddingOp::create(b, loc, vec(dim), embeddings, token).getResult();
   for (int layer = 0; layer < config.nLayers; ++layer) {
     std::string p = "layers." + std::to_string(layer) + ".";
@@ -92,8 +92,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
     } else {
       Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
       Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
-      keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos);
-      values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos);
+      keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos, /*tile=*/ValueRange{});
+      values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
       attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
                                         config.nKvHeads, ValueRange{}, /*tile_rows=*/false);
     }

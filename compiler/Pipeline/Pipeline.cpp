@@ -69,10 +69,11 @@ std::string stagePipeline(Stage stage, const PipelineOptions &options) {
   }
   case Stage::Kernels:
     // On the GPU (and in its emulation) prefill attention's units are query
-    // rows: kv heads are too few threads.
+    // rows (kv heads are too few threads), and row-wise ops get a unit per
+    // row or element instead of one for all.
     return "quill-outline-kernels{matvec-grain=" + std::to_string(options.matvecGrain) +
            (options.target == Target::Cuda || options.emulateCudaKernels
-                ? " attention-rows=1}"
+                ? " attention-rows=1 row-units=1}"
                 : "}");
   case Stage::Linalg: {
     // On the GPU a kernel call is one unit of work: one thread, or one warp

@@ -153,7 +153,74 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
 struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
   using OpRewritePattern::OpRewritePattern;
 
+  /// Output elements [b, e) (a tile: the GPU's units), each merging its own
+  /// column of the chunks with the untiled form's operations in its order:
+  /// M = max_c m_c, then sum_c exp(m_c - M) o_c[d] / sum_c exp(m_c - M) l_c.
+  static LogicalResult mergeElements(AttentionMergeOp op, PatternRewriter &b) {
+    Location loc = op.getLoc();
+    const int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads();
+    const int64_t group = heads / kvHeads;
+    const int64_t rowWidth = op.getPartials().getType().getDimSize(1);
+    const int64_t headDim = rowWidth / group - 2;
+    const int64_t chunks = op.getPartials().getType().getDimSize(0) / kvHeads;
+    Value partials = op.getPartials();
+    auto index = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(nb, l, v);
+    };
+    Value begin = op.getTile()[0], end = op.getTile()[1];
+    Value count = arith::SubIOp::create(b, loc, end, begin);
+    Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
+    auto loop = scf::ForOp::create(
+        b, loc, index(b, loc, 0), count, index(b, loc, 1), ValueRange{init},
+        [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+          Value element = arith::AddIOp::create(nb, l, begin, i);
+          Value head = arith::DivUIOp::create(nb, l, element, index(nb, l, headDim));
+          Value d = arith::RemUIOp::create(nb, l, element, index(nb, l, headDim));
+          Value kvHead = arith::DivUIOp::create(nb, l, head, index(nb, l, group));
+          Value g = arith::RemUIOp::create(nb, l, head, index(nb, l, group));
+          Value base = arith::MulIOp::create(nb, l, g, index(nb, l, headDim + 2));
+          Value firstRow = arith::MulIOp::create(nb, l, kvHead, index(nb, l, chunks));
+          auto at = [&](OpBuilder &ib, Location il, Value c, Value column) -> Value {
+            Value row = arith::AddIOp::create(ib, il, firstRow, c);
+            return tensor::ExtractOp::create(ib, il, partials, ValueRange{row, column});
+          };
+          Value mColumn = arith::AddIOp::create(nb, l, base, index(nb, l, headDim));
+          Value lColumn = arith::AddIOp::create(nb, l, base, index(nb, l, headDim + 1));
+          Value oColumn = arith::AddIOp::create(nb, l, base, d);
+          auto best = scf::ForOp::create(
+              nb, l, index(nb, l, 0), index(nb, l, chunks), index(nb, l, 1),
+              ValueRange{f32Constant(nb, l, kNegInf)},
+              [&](OpBuilder &ib, Location il, Value c, ValueRange acc) {
+                Value m = at(ib, il, c, mColumn);
+                scf::YieldOp::create(ib, il,
+                                     ValueRange{arith::MaximumFOp::create(ib, il, acc[0], m)});
+              });
+          Value top = best.getResult(0);
+          auto sums = scf::ForOp::create(
+              nb, l, index(nb, l, 0), index(nb, l, chunks), index(nb, l, 1),
+              ValueRange{f32Constant(nb, l, 0.0f), f32Constant(nb, l, 0.0f)},
+              [&](OpBuilder &ib, Location il, Value c, ValueRange acc) {
+                Value m = at(ib, il, c, mColumn);
+                // exp(m - M): 0 for empty chunks (m = -inf).
+                Value w = math::ExpOp::create(ib, il, arith::SubFOp::create(ib, il, m, top));
+                Value total = arith::AddFOp::create(
+                    ib, il, acc[0], arith::MulFOp::create(ib, il, w, at(ib, il, c, lColumn)));
+                Value sum = arith::AddFOp::create(
+                    ib, il, acc[1], arith::MulFOp::create(ib, il, w, at(ib, il, c, oColumn)));
+                scf::YieldOp::create(ib, il, ValueRange{total, sum});
+              });
+          Value out = arith::DivFOp::create(nb, l, sums.getResult(1), sums.getResult(0));
+          scf::YieldOp::create(
+              nb, l, ValueRange{tensor::InsertOp::create(nb, l, out, carried[0], ValueRange{i})
+                                    .getResult()});
+        });
+    b.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+    return success();
+  }
+
   LogicalResult matchAndRewrite(AttentionMergeOp op, PatternRewriter &rewriter) const override {
+    if (op.isTiled())
+      return mergeElements(op, rewriter);
     Location loc = op.getLoc();
     PatternRewriter &b = rewriter;
     MLIRContext *ctx = b.getContext();

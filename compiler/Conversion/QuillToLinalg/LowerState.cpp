@@ -30,15 +30,26 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(KVWriteOp op, PatternRewriter &rewriter) const override {
-    // One row at pos, or T rows at pos .. pos + T - 1.
+    // One row at pos, or T rows at pos .. pos + T - 1; tiled, rows [b, e)
+    // of them at pos + b.
     auto rowType = op.getRow().getType();
     int64_t width = rowType.getDimSize(rowType.getRank() - 1);
     int64_t rows = rowType.getRank() == 2 ? rowType.getDimSize(0) : 1;
+    OpFoldResult at = op.getPos(), count = rewriter.getIndexAttr(rows);
+    Value source = op.getRow();
+    SmallVector<OpFoldResult> ones = {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)};
+    if (op.isTiled()) {
+      Location loc = op.getLoc();
+      Value begin = op.getTile()[0];
+      at = arith::AddIOp::create(rewriter, loc, op.getPos(), begin).getResult();
+      count = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin).getResult();
+      source = tensor::ExtractSliceOp::create(
+          rewriter, loc, source, ArrayRef<OpFoldResult>{begin, rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
+    }
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
-        op, op.getRow(), op.getCache(),
-        ArrayRef<OpFoldResult>{op.getPos(), rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows), rewriter.getIndexAttr(width)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+        op, source, op.getCache(), ArrayRef<OpFoldResult>{at, rewriter.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
     return success();
   }
 };
@@ -92,17 +103,28 @@ struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
   LogicalResult matchAndRewrite(EmbeddingsOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value table = op.getTable(), tokens = op.getTokens();
-    Value out = tensor::EmptyOp::create(rewriter, loc, op.getType().getShape(),
+    // Token rows [begin, begin + rows): all, or a tile's.
+    int64_t width = op.getType().getDimSize(1);
+    Value begin;
+    OpFoldResult rows = rewriter.getIndexAttr(op.getType().getDimSize(0));
+    if (op.isTiled()) {
+      begin = op.getTile()[0];
+      rows = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin).getResult();
+    }
+    Value out = tensor::EmptyOp::create(rewriter, loc,
+                                        ArrayRef<OpFoldResult>{rows, rewriter.getIndexAttr(width)},
                                         rewriter.getF32Type());
     Value result = buildElementwise(
         rewriter, loc, ValueRange{}, out, [&](OpBuilder &b, Location l, ValueRange) -> Value {
           Value t = linalg::IndexOp::create(b, l, 0);
+          if (begin)
+            t = arith::AddIOp::create(b, l, t, begin);
           Value d = linalg::IndexOp::create(b, l, 1);
           Value id = tensor::ExtractOp::create(b, l, tokens, ValueRange{t});
           Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), id);
           return tensor::ExtractOp::create(b, l, table, ValueRange{row, d});
         });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
     return success();
   }
 };

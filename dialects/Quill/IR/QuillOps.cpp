@@ -99,8 +99,10 @@ LogicalResult PagedKVWriteOp::verify() {
 }
 
 LogicalResult KVWriteOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this)))
     return failure();
+  if (isTiled() && getRow().getType().getRank() != 2)
+    return emitOpError("only T rows are tiled");
   if (mismatch(widthOf(getRow()), dimOf(getCache(), 1)))
     return emitOpError("row has ")
            << widthOf(getRow()) << " elements but the cache rows have "
@@ -120,9 +122,10 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 LogicalResult EmbeddingsOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
-  if (dimOf(getTable(), 1) != dimOf(getResult(), 1) || dimOf(getTokens(), 0) != dimOf(getResult(), 0))
+  if (dimOf(getTable(), 1) != dimOf(getResult(), 1) ||
+      (!isTiled() && dimOf(getTokens(), 0) != dimOf(getResult(), 0)))
     return emitOpError("result must be [tokens, table width] = [")
            << dimOf(getTokens(), 0) << ", " << dimOf(getTable(), 1) << "], got " << getType();
   return success();
@@ -227,8 +230,8 @@ LogicalResult RoPEOp::verify() {
     return failure();
   if (!isTiled() && getResult().getType() != getInput().getType())
     return emitOpError("result must have the input's type ") << getInput().getType();
-  if (isTiled() && (getInput().getType().getRank() != 2 || !getRows()))
-    return emitOpError("only the rows of a batch step's [T, width] input are tiled");
+  if (isTiled() && getInput().getType().getRank() != 2)
+    return emitOpError("only the rows of a [T, width] input are tiled");
   int64_t headDim = getHeadDim();
   if (headDim <= 0 || headDim % 2 != 0)
     return emitOpError("head_dim must be positive and even, got ") << headDim;
@@ -374,9 +377,12 @@ LogicalResult AttentionPartialOp::verify() {
 }
 
 LogicalResult AttentionMergeOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), width = dimOf(getResult(), 0);
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  // Tiled, the result is some elements: the partials' width gives the whole.
+  int64_t width = isTiled() ? heads * (dimOf(getPartials(), 1) * kvHeads / heads - 2)
+                            : dimOf(getResult(), 0);
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0 || width % heads != 0)
     return emitOpError("num_heads must be a positive multiple of num_kv_heads dividing the result");
   int64_t headDim = width / heads, group = heads / kvHeads;

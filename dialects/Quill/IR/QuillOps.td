@@ -59,16 +59,21 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
   let description = [{
     Returns `cache` with row `pos` replaced by `row` (or, for T rows, rows
     `pos .. pos + T - 1`). It writes the persistent cache state, so it is
-    never removed as dead code.
+    never removed as dead code. Inside a kernel, `tile [%b, %e]` restricts
+    the op to rows `[b, e)` of T rows (written at `pos + b ..`); the result
+    is still the whole cache, updated in place.
 
     ```mlir
     %k1 = quill.kv_write %krow into %k at %pos : tensor<32xf32> into tensor<512x32xf32>
     ```
   }];
-  let arguments = (ins Quill_Rows:$row, Quill_Matrix:$cache, Index:$pos);
+  let arguments = (ins Quill_Rows:$row, Quill_Matrix:$cache, Index:$pos, Variadic<Index>:$tile);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
-    $row `into` $cache `at` $pos attr-dict `:` type($row) `into` type($cache)
+    $row `into` $cache `at` $pos (`tile` `[` $tile^ `]`)? attr-dict `:` type($row) `into` type($cache)
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -138,14 +143,20 @@ def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
 def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Pure]> {
   let summary = "Looks up the embedding rows of T tokens (a prefill chunk)";
   let description = [{
+    Inside a kernel, `tile [%b, %e]` restricts the op to token rows
+    `[b, e)`: the result has `e - b` rows.
+
     ```mlir
     %x = quill.embeddings %table[%tokens] : tensor<512x64xf32>, tensor<32xi32> -> tensor<32x64xf32>
     ```
   }];
-  let arguments = (ins Quill_Matrix:$table, 1DTensorOf<[I32]>:$tokens);
+  let arguments = (ins Quill_Matrix:$table, 1DTensorOf<[I32]>:$tokens, Variadic<Index>:$tile);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
-    $table `[` $tokens `]` attr-dict `:` type($table) `,` type($tokens) `->` type($result)
+    $table `[` $tokens `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `,` type($tokens) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -284,7 +295,8 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AttrSizedOperandSegments]> {
     row t of a [T, width] input is at position `pos + t`, or at `pos[t]`
     when `pos` is a tensor of per-row positions (a batch step). With
     `rows %n` only the first n rows are live: the others are left undefined.
-    Inside a kernel, `tile [%b, %e]` restricts the op to rows `[b, e)`.
+    Inside a kernel, `tile [%b, %e]` restricts the op to rows `[b, e)` of a
+    [T, width] input.
 
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
@@ -444,14 +456,23 @@ def Quill_AttentionMergeOp : Quill_Op<"attention_merge", [Pure]> {
     the chunks taken in a fixed order so the result never depends on how
     the partials were computed.
 
+    Inside a kernel, `tile [%b, %e]` restricts the op to output elements
+    `[b, e)`, each merging its own column of the chunks.
+
     ```mlir
     %o = quill.attention_merge %p {num_heads = 32 : i64, num_kv_heads = 4 : i64}
         : tensor<32x528xf32> -> tensor<2048xf32>
     ```
   }];
-  let arguments = (ins Quill_Matrix:$partials, I64Attr:$num_heads, I64Attr:$num_kv_heads);
+  let arguments = (ins Quill_Matrix:$partials, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       Variadic<Index>:$tile);
   let results = (outs Quill_Vector:$result);
-  let assemblyFormat = "$partials attr-dict `:` type($partials) `->` type($result)";
+  let assemblyFormat = [{
+    $partials (`tile` `[` $tile^ `]`)? attr-dict `:` type($partials) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
+  }];
   let hasVerifier = 1;
 }
 

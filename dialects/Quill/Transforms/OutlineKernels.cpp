@@ -52,8 +52,27 @@ struct Tiling {
   bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
 };
 
-Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows) {
+Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool rowUnits) {
   Tiling tiling;
+  // GPU units for what the CPU runs whole: a prefill's token rows (rope,
+  // cache writes, embeddings) and merged attention's output elements. On
+  // the GPU one unit is one thread, and one thread for all of them is slow.
+  if (rowUnits) {
+    auto rows = [&](int64_t count) {
+      tiling.work = count;
+      tiling.rowsPerUnit = 1;
+      tiling.leading = true;
+      return tiling;
+    };
+    if (auto rope = dyn_cast<RoPEOp>(op); rope && !rope.getRows() && rope.getType().getRank() == 2)
+      return rows(rope.getType().getDimSize(0));
+    if (auto write = dyn_cast<KVWriteOp>(op); write && write.getRow().getType().getRank() == 2)
+      return rows(write.getRow().getType().getDimSize(0));
+    if (auto embeddings = dyn_cast<EmbeddingsOp>(op))
+      return rows(embeddings.getType().getDimSize(0));
+    if (auto merge = dyn_cast<AttentionMergeOp>(op))
+      return rows(merge.getType().getDimSize(0));
+  }
   if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
@@ -92,6 +111,17 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows) {
     tiling.rowsPerUnit = group * attention.getHeadDim();
   }
   return tiling;
+}
+
+/// Appends tile [begin, end) to `op` if it is one of `Ops`.
+template <typename... Ops> bool appendTile(Operation *op, Value begin, Value end) {
+  auto append = [&](auto tiled) {
+    if (!tiled)
+      return false;
+    tiled.getTileMutable().append({begin, end});
+    return true;
+  };
+  return (append(dyn_cast<Ops>(op)) || ...);
 }
 
 /// A readable kernel name from the op and its operand shapes.
@@ -321,7 +351,7 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Value destination = inPlace ? Value() : entry->getArgument(argIndex);
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   unsigned tiledDim = tiling.leading ? 0 : resultType.getRank() - 1;
-  if (tiling.rowsPerUnit > 0) {
+  if (tiling.rowsPerUnit > 0 && !inPlace) {
     // The kernel computes output columns [begin, end) * rowsPerUnit only
     // (of every token row, for [T, width] activations).
     Value unit = arith::ConstantIndexOp::create(b, loc, tiling.rowsPerUnit);
@@ -340,26 +370,18 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
 
   Operation *clone = b.clone(*op, mapping);
   if (tiling.rowsPerUnit > 0) {
-    if (auto linear = dyn_cast<LinearOp>(clone))
-      linear.getTileMutable().append({begin, end});
-    else if (auto logits = dyn_cast<LogitsOp>(clone))
-      logits.getTileMutable().append({begin, end});
-    else if (auto project = dyn_cast<ProjectQKVOp>(clone))
-      project.getTileMutable().append({begin, end});
-    else if (auto partial = dyn_cast<AttentionPartialOp>(clone))
-      partial.getTileMutable().append({begin, end});
-    else if (auto paged = dyn_cast<PagedAttentionOp>(clone))
-      paged.getTileMutable().append({begin, end});
-    else if (auto rope = dyn_cast<RoPEOp>(clone))
-      rope.getTileMutable().append({begin, end});
-    else {
+    if (!appendTile<LinearOp, LogitsOp, ProjectQKVOp, AttentionPartialOp, PagedAttentionOp,
+                    RoPEOp, KVWriteOp, EmbeddingsOp, AttentionMergeOp>(clone, begin, end)) {
       auto attention = cast<AttentionOp>(clone);
       attention.getTileMutable().append({begin, end});
       attention.setTileRows(tiling.leading);
     }
-    SmallVector<int64_t> shape(resultType.getShape());
-    shape[tiledDim] = ShapedType::kDynamic;
-    clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
+    // An in-place write's result stays the whole cache.
+    if (!inPlace) {
+      SmallVector<int64_t> shape(resultType.getShape());
+      shape[tiledDim] = ShapedType::kDynamic;
+      clone->getResult(0).setType(RankedTensorType::get(shape, b.getF32Type()));
+    }
   }
   auto storeInto = [&](Value result, Value buffer) {
     auto store = bufferization::MaterializeInDestinationOp::create(b, loc, result, buffer);
@@ -421,7 +443,7 @@ void OutlineKernelsPass::runOnOperation() {
       }
       if (isa<WeightOp, KVCacheOp, ConcatOp, SliceOp, RowOp>(op))
         continue;
-      Tiling tiling = tilingOf(&op, matvecGrain, attentionRows);
+      Tiling tiling = tilingOf(&op, matvecGrain, attentionRows, rowUnits);
       std::string &kernelName = kernelsByKey[kernelKey(&op)];
       if (kernelName.empty()) {
         func::FuncOp kernel = buildKernel(&op, kernelBaseName(&op), function, tiling);

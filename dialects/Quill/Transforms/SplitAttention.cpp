@@ -36,7 +36,8 @@ struct SplitAttentionPass : mlir::quill::impl::SplitAttentionBase<SplitAttention
           b, op.getLoc(), partialType, op.getQuery(), op.getKeys(), op.getValues(), op.getPos(),
           op.getNumHeadsAttr(), op.getNumKvHeadsAttr(), b.getI64IntegerAttr(chunk), ValueRange{});
       Value merged = AttentionMergeOp::create(b, op.getLoc(), op.getType(), partials,
-                                              op.getNumHeadsAttr(), op.getNumKvHeadsAttr());
+                                              op.getNumHeadsAttr(), op.getNumKvHeadsAttr(),
+                                              /*tile=*/ValueRange{});
       op.replaceAllUsesWith(merged);
       op.erase();
     }

@@ -35,3 +35,31 @@ func.func @merge(%p: tensor<8x20xf32>) -> tensor<32xf32> {
   %o = quill.attention_merge %p {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<8x20xf32> -> tensor<32xf32>
   return %o : tensor<32xf32>
 }
+
+// -----
+
+// Tiled merge (the GPU's units): output elements [b, e), each merging its
+// column of the chunks in chunk order: element i is head i / 4, dimension
+// i mod 4; its chunks are rows 4 * head + c (here one query head per kv
+// head), m and l in columns 4 and 5.
+// CHECK-LABEL: func.func @merge_tiled
+// CHECK-SAME: (%[[P:[^:]+]]: tensor<8x6xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: scf.for %[[I:.*]] = %c0 to %[[N]] step %c1 iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<?xf32>)
+// CHECK: %[[EL:.*]] = arith.addi %[[B]], %[[I]] : index
+// CHECK: %[[HEAD:.*]] = arith.divui %[[EL]], %c4 : index
+// CHECK: %[[D:.*]] = arith.remui %[[EL]], %c4 : index
+// CHECK: %[[FIRST:.*]] = arith.muli %[[HEAD]], %c4 : index
+// CHECK: %[[BEST:.*]] = scf.for %[[C:.*]] = %c0 to %c4 step %c1 iter_args(%[[M:.*]] = %cst{{.*}}) -> (f32)
+// CHECK: arith.maximumf %[[M]], %{{.*}} : f32
+// CHECK: %[[SUMS:.*]]:2 = scf.for
+// CHECK: arith.subf %{{.*}}, %[[BEST]] : f32
+// CHECK: math.exp
+// CHECK: tensor.extract %[[P]][%{{.*}}, %c5]
+// CHECK: tensor.extract %[[P]][%{{.*}}, %[[D]]]
+// CHECK: %[[Y:.*]] = arith.divf %[[SUMS]]#1, %[[SUMS]]#0 : f32
+// CHECK: tensor.insert %[[Y]] into %[[OUT]][%[[I]]] : tensor<?xf32>
+func.func @merge_tiled(%p: tensor<8x6xf32>, %b: index, %e: index) -> tensor<?xf32> {
+  %m = quill.attention_merge %p tile[%b, %e] {num_heads = 2 : i64, num_kv_heads = 2 : i64} : tensor<8x6xf32> -> tensor<?xf32>
+  return %m : tensor<?xf32>
+}

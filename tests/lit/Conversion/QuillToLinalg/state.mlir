@@ -53,3 +53,35 @@ quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"s
     scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
   quill.dispatch @k([#quill.binding<"scratch", 0, 32>]) work(1, 1)
 }
+
+// -----
+
+// Tiled kv_write (a prefill's rows on the GPU): rows [b, e) of the chunk
+// into cache rows pos + b .. pos + e - 1; the result is the whole cache.
+// CHECK-LABEL: func.func @write_tiled
+// CHECK-SAME: (%[[R:[^:]+]]: tensor<4x8xf32>, %[[C:[^:]+]]: tensor<32x8xf32>, %[[POS:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: %[[AT:.*]] = arith.addi %[[POS]], %[[B]] : index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[R]][%[[B]], 0] [%[[N]], 8] [1, 1] : tensor<4x8xf32> to tensor<?x8xf32>
+// CHECK: %[[NEW:.*]] = tensor.insert_slice %[[ROWS]] into %[[C]][%[[AT]], 0] [%[[N]], 8] [1, 1] : tensor<?x8xf32> into tensor<32x8xf32>
+// CHECK: return %[[NEW]] : tensor<32x8xf32>
+func.func @write_tiled(%r: tensor<4x8xf32>, %c: tensor<32x8xf32>, %pos: index, %b: index, %e: index) -> tensor<32x8xf32> {
+  %k = quill.kv_write %r into %c at %pos tile[%b, %e] : tensor<4x8xf32> into tensor<32x8xf32>
+  return %k : tensor<32x8xf32>
+}
+
+// -----
+
+// Tiled embeddings: token rows [b, e), row t of the tile is token b + t.
+// CHECK-LABEL: func.func @embeddings_tiled
+// CHECK-SAME: (%[[T:[^:]+]]: tensor<16x8xf32>, %[[IDS:[^:]+]]: tensor<4xi32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[N]]) : tensor<?x8xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x8xf32>)
+// CHECK: %[[ROW:.*]] = linalg.index 0 : index
+// CHECK: %[[TOKEN:.*]] = arith.addi %[[ROW]], %[[B]] : index
+// CHECK: tensor.extract %[[IDS]][%[[TOKEN]]] : tensor<4xi32>
+func.func @embeddings_tiled(%t: tensor<16x8xf32>, %ids: tensor<4xi32>, %b: index, %e: index) -> tensor<?x8xf32> {
+  %x = quill.embeddings %t[%ids] tile[%b, %e] : tensor<16x8xf32>, tensor<4xi32> -> tensor<?x8xf32>
+  return %x : tensor<?x8xf32>
+}

@@ -465,3 +465,30 @@ func.func @rope_positions_rows(%x: tensor<4x8xf32>, %p: tensor<3xi32>) {
   %r = quill.rope %x at %p {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>, tensor<3xi32>
   return
 }
+
+// -----
+
+// Only T rows of a cache write are tiled.
+func.func @kv_write_tile_one_row(%r: tensor<8xf32>, %c: tensor<32x8xf32>, %pos: index, %b: index, %e: index) {
+  // expected-error @+1 {{'quill.kv_write' op only T rows are tiled}}
+  %k = quill.kv_write %r into %c at %pos tile[%b, %e] : tensor<8xf32> into tensor<32x8xf32>
+  return
+}
+
+// -----
+
+// A tile is a begin and an end.
+func.func @merge_tile_three(%p: tensor<8x6xf32>, %b: index) {
+  // expected-error @+1 {{'quill.attention_merge' op tile takes a begin and an end, got 3 values}}
+  %m = quill.attention_merge %p tile[%b, %b, %b] {num_heads = 2 : i64, num_kv_heads = 2 : i64} : tensor<8x6xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// Only a [T, width] input's rows are tiled.
+func.func @rope_tile_vector(%x: tensor<8xf32>, %pos: index, %b: index, %e: index) {
+  // expected-error @+1 {{'quill.rope' op only the rows of a [T, width] input are tiled}}
+  %r = quill.rope %x at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<8xf32> -> tensor<?xf32>
+  return
+}
