@@ -102,6 +102,10 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
       return s;
     d->prefillChunk_ = prefill->tokens;
   }
+  // The memsets ran on the legacy stream, which the device's non-blocking
+  // stream does not wait for: finish them before the first step.
+  if (Status s = cu.check(cu.ctxSynchronize(), "preparing the GPU's memory"); !s)
+    return s;
   return d;
 }
 
