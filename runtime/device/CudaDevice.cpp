@@ -24,6 +24,9 @@ CudaDevice::CudaDevice(const Artifact &artifact, CudaDriver driver, bool cudaGra
 CudaDevice::~CudaDevice() {
   if (context_)
     driver_.ctxSetCurrent(context_);
+  // Kernels of a step that failed midway may still be queued.
+  if (stream_)
+    driver_.streamSynchronize(stream_);
   for (void *graph : {stepGraph_, prefillGraph_})
     if (graph)
       driver_.graphExecDestroy(graph);

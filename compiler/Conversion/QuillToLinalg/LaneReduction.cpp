@@ -47,41 +47,55 @@ Value lanePartial(OpBuilder &b, Location loc, Value lane, int64_t width, const L
 }
 } // namespace
 
-Value laneSum(OpBuilder &b, Location loc, LaneMode mode, int64_t width, const LaneTerm &term) {
-  assert(mode != LaneMode::None && "laneSum needs a lane mode");
-  if (mode == LaneMode::Gpu) {
-    Value lane = gpu::LaneIdOp::create(b, loc, b.getIndexAttr(kWarpLanes));
-    Value sum = lanePartial(b, loc, lane, width, term);
-    for (int32_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, loc, sum, offset, int32_t(kWarpLanes),
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      sum = arith::AddFOp::create(b, loc, sum, other);
+Value warpCombine(OpBuilder &b, Location loc, LaneMode mode, Value value, const Combine &combine) {
+  assert(mode != LaneMode::None && "warpCombine needs a lane mode");
+  for (int32_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
+    Value other;
+    if (mode == LaneMode::Gpu) {
+      other = gpu::ShuffleOp::create(b, loc, value, offset, int32_t(kWarpLanes),
+                                     gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    } else {
+      // Lane i takes lane i ^ offset, as shfl.xor does.
+      SmallVector<int64_t> partner;
+      for (int64_t i = 0; i < kWarpLanes; ++i)
+        partner.push_back(i ^ offset);
+      other = vector::ShuffleOp::create(b, loc, value, value, partner);
     }
-    return sum;
+    value = combine(b, loc, value, other);
   }
-  // Emulate: the 32 partial sums in a vector, the butterfly as shuffles of
-  // it (lane i adds lane i ^ offset, as shfl.xor does).
-  auto lanesType = VectorType::get({kWarpLanes}, b.getF32Type());
-  Value initial = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanesType, 0.0f));
-  auto lanes = scf::ForOp::create(
+  if (mode == LaneMode::Gpu)
+    return value;
+  return vector::ExtractOp::create(b, loc, value, int64_t(0));
+}
+
+Value overLanes(OpBuilder &b, Location loc, Value initial,
+                function_ref<Value(OpBuilder &, Location, Value lane, Value lanes)> body) {
+  auto loop = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, kWarpLanes), index(b, loc, 1),
       ValueRange{initial}, [&](OpBuilder &nb, Location l, Value lane, ValueRange carried) {
-        Value partial = lanePartial(nb, l, lane, width, term);
-        scf::YieldOp::create(
-            nb, l,
-            ValueRange{vector::InsertOp::create(nb, l, partial, carried[0], OpFoldResult(lane))
-                           .getResult()});
+        scf::YieldOp::create(nb, l, ValueRange{body(nb, l, lane, carried[0])});
       });
-  Value sums = lanes.getResult(0);
-  for (int64_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
-    SmallVector<int64_t> partner;
-    for (int64_t i = 0; i < kWarpLanes; ++i)
-      partner.push_back(i ^ offset);
-    Value other = vector::ShuffleOp::create(b, loc, sums, sums, partner);
-    sums = arith::AddFOp::create(b, loc, sums, other);
+  return loop.getResult(0);
+}
+
+Value laneSum(OpBuilder &b, Location loc, LaneMode mode, int64_t width, const LaneTerm &term) {
+  assert(mode != LaneMode::None && "laneSum needs a lane mode");
+  auto add = [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+    return arith::AddFOp::create(nb, l, x, y);
+  };
+  if (mode == LaneMode::Gpu) {
+    Value lane = gpu::LaneIdOp::create(b, loc, b.getIndexAttr(kWarpLanes));
+    return warpCombine(b, loc, mode, lanePartial(b, loc, lane, width, term), add);
   }
-  return vector::ExtractOp::create(b, loc, sums, int64_t(0));
+  // Emulate: the 32 partial sums in a vector, then the same butterfly.
+  auto lanesType = VectorType::get({kWarpLanes}, b.getF32Type());
+  Value initial = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanesType, 0.0f));
+  Value sums = overLanes(b, loc, initial, [&](OpBuilder &nb, Location l, Value lane, Value lanes) {
+    Value partial = lanePartial(nb, l, lane, width, term);
+    return vector::InsertOp::create(nb, l, partial, lanes, OpFoldResult(lane)).getResult();
+  });
+  return warpCombine(b, loc, mode, sums, add);
 }
 
 void markWarpKernel(Operation *op) {

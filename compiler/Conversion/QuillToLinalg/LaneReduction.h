@@ -29,6 +29,19 @@ using LaneTerm = std::function<Value(OpBuilder &, Location, Value k, Value acc)>
 /// and Emulate gives exactly Gpu's result. `mode` must not be None.
 Value laneSum(OpBuilder &b, Location loc, LaneMode mode, int64_t width, const LaneTerm &term);
 
+/// Combines two lanes' values (f32 on the GPU, vector<32xf32> emulated).
+using Combine = std::function<Value(OpBuilder &, Location, Value, Value)>;
+
+/// The xor butterfly over 16, 8, 4, 2, 1 lanes: `value` is this lane's f32
+/// (Gpu) or all 32 lanes' as a vector<32xf32> (Emulate); returns the f32
+/// every lane ends with (Emulate: lane 0's, the same bits).
+Value warpCombine(OpBuilder &b, Location loc, LaneMode mode, Value value, const Combine &combine);
+
+/// Emulation: a loop over the 32 lanes carrying `initial` (e.g. a vector
+/// of per-lane values), each iteration's `body` returning the next value.
+Value overLanes(OpBuilder &b, Location loc, Value initial,
+                function_ref<Value(OpBuilder &, Location, Value lane, Value lanes)> body);
+
 /// Marks the kernel around `op` as run by a warp per unit of work.
 void markWarpKernel(Operation *op);
 
@@ -51,5 +64,18 @@ Value laneMatMulRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Va
 
 /// buildRmsScales with each row's sum of squares a laneSum.
 Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps);
+
+} // namespace mlir::quill
+
+namespace mlir::quill {
+
+/// Units [first, last) of `partial` (kv head k, chunk c) into `init`
+/// ([last - first, group * (head_dim + 2)]), a warp per unit: lane l scores
+/// the chunk's positions l, l + 32, ...; max and sum of exp meet in
+/// butterflies; each lane sums the values of dimensions l, l + 32, ... over
+/// the chunk's positions in order, and the warp shares the row so that
+/// every lane holds (and stores) all of it. Needs chunk % 32 == 0.
+Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation *partial,
+                           Value first, Value last, Value init);
 
 } // namespace mlir::quill

@@ -56,6 +56,14 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
     Value begin, count, full, init;
     if (!live && !op.isTiled()) {
       init = emptyLike(rewriter, loc, op.getType());
+    } else if (!live) {
+      // A tile of rows, all live (a prefill's, on the GPU): written straight
+      // into the kernel's output rows.
+      begin = op.getTile()[0];
+      Value tileRows = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin);
+      init = tensor::EmptyOp::create(
+          rewriter, loc, ArrayRef<OpFoldResult>{tileRows, rewriter.getIndexAttr(width)},
+          rewriter.getF32Type());
     } else {
       begin = op.isTiled() ? op.getTile()[0] : index(0);
       Value end = op.isTiled() ? op.getTile()[1]

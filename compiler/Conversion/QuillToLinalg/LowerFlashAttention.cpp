@@ -1,5 +1,6 @@
 // quill.attention_partial / quill.attention_merge -> linalg: attention over
 // chunks of the cache, then the chunks combined in a fixed order.
+#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -20,9 +21,13 @@ using utils::IteratorType;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerAttentionPartial(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
+  LaneMode lanes; ///< A warp per unit where chunk and head_dim allow.
 
   LogicalResult matchAndRewrite(AttentionPartialOp op, PatternRewriter &rewriter) const override {
+    if (lanes != LaneMode::None && op.getChunk() % kWarpLanes == 0 &&
+        op.getHeadDim() % kWarpLanes == 0)
+      return lowerOverLanes(op, rewriter);
     Location loc = op.getLoc();
     PatternRewriter &b = rewriter;
     MLIRContext *ctx = b.getContext();
@@ -148,7 +153,36 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
     return success();
   }
+
+  /// A warp per unit (LaneAttention.cpp).
+  LogicalResult lowerOverLanes(AttentionPartialOp op, PatternRewriter &rewriter) const;
 };
+
+} // namespace
+
+LogicalResult LowerAttentionPartial::lowerOverLanes(AttentionPartialOp op,
+                                                    PatternRewriter &rewriter) const {
+  Location loc = op.getLoc();
+  const int64_t units = op.getNumKvHeads() * op.getChunks();
+  Value first = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value last = arith::ConstantIndexOp::create(rewriter, loc, units);
+  if (op.isTiled()) {
+    first = op.getTile()[0];
+    last = op.getTile()[1];
+  }
+  Value count = arith::SubIOp::create(rewriter, loc, last, first);
+  const int64_t rowWidth = op.getGroup() * (op.getHeadDim() + 2);
+  Value init = tensor::EmptyOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(rowWidth)},
+      rewriter.getF32Type());
+  Value result = laneAttentionPartial(rewriter, loc, lanes, op, first, last, init);
+  if (lanes == LaneMode::Gpu)
+    markWarpKernel(op);
+  rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
+  return success();
+}
+
+namespace {
 
 struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -306,6 +340,8 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttentionPartial, LowerAttentionMerge>(patterns.getContext());
+void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns,
+                                                      LaneMode lanes) {
+  patterns.add<LowerAttentionPartial>(patterns.getContext(), lanes);
+  patterns.add<LowerAttentionMerge>(patterns.getContext());
 }

@@ -406,10 +406,14 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     auto inputType = cast<RankedTensorType>(op.getInput().getType());
     bool rows = inputType.getRank() == 2; // T token rows: a matmul.
     int64_t tokens = rows ? inputType.getDimSize(0) : 1;
+    // A warp's 32 lanes all store the same values: they build the rows in a
+    // private (stack) buffer and write the kernel's output once, never
+    // reading back what another lane may be rewriting.
+    const bool intermediate = op.getSwiglu() || lanes != LaneMode::None;
     Value result = rows ? matMulRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     op.getSwiglu(), op.getRows(), prefetch, lanes)
+                                     intermediate, op.getRows(), prefetch, lanes)
                         : matVecRows(b, loc, weight, op.getInput(), firstRow, rowCount, width,
-                                     /*intermediate=*/op.getSwiglu(), lanes);
+                                     intermediate, lanes);
     // With live rows, the epilogues run on those rows only (the result's
     // other rows are left undefined): a slice with a dynamic row count.
     Value live = rows ? op.getRows() : Value();

@@ -36,7 +36,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);
     populateLowerAttentionPatterns(patterns);
-    populateLowerFlashAttentionPatterns(patterns);
+    populateLowerFlashAttentionPatterns(patterns, *lanes);
     populateLowerPagedAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

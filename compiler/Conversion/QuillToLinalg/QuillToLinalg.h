@@ -19,8 +19,9 @@ void populateLowerElementwisePatterns(RewritePatternSet &patterns);
 void populateLowerStatePatterns(RewritePatternSet &patterns);
 /// quill.attention.
 void populateLowerAttentionPatterns(RewritePatternSet &patterns);
-/// quill.attention_partial and quill.attention_merge (flash-decoding).
-void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns);
+/// quill.attention_partial and quill.attention_merge (flash-decoding); the
+/// partials a warp per unit per `lanes`.
+void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes);
 /// quill.paged_attention: per row, through its block table.
 void populateLowerPagedAttentionPatterns(RewritePatternSet &patterns);
 

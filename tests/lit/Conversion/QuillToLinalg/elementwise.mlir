@@ -92,3 +92,23 @@ func.func @rope(%q: tensor<8xf32>, %pos: index) -> tensor<8xf32> {
   %r = quill.rope %q at %pos {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+// A tile of a prefill's rows (the GPU's units): rows [b, e) straight into
+// a tensor.empty the kernel's output rows replace, no stack buffer; row t
+// of the tile is at position pos + b + t.
+// CHECK-LABEL: func.func @rope_row_tile
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK-NOT: bufferization.alloc_tensor
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[N]]) : tensor<?x8xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x8xf32>)
+// CHECK: %[[T:.*]] = linalg.index 0 : index
+// CHECK: %[[ROW:.*]] = arith.addi %[[T]], %[[B]] : index
+// CHECK: arith.addi %[[POS]], %[[ROW]] : index
+// CHECK-NOT: bufferization.alloc_tensor
+func.func @rope_row_tile(%x: tensor<4x8xf32>, %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
+  %r = quill.rope %x at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32> -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}

@@ -13,8 +13,12 @@
 // GPU-LABEL: func.func @linear_tiled
 // GPU-SAME: (%[[X:[^:]+]]: tensor<256xf32>, %[[W:[^:]+]]: tensor<64x256xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // GPU-SAME: attributes {quill.warp_lanes = 32 : i64}
+// The rows go to a private (stack) buffer first: the 32 lanes never read
+// back the kernel's output while another lane may be writing it.
 // GPU: %[[ROWS:.*]] = arith.subi %[[E]], %[[B]] : index
-// GPU: scf.for %[[I:.*]] = %{{.*}} to %[[ROWS]] step %{{.*}} iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<?xf32>)
+// GPU: %[[PRIVATE:.*]] = bufferization.alloc_tensor() : tensor<64xf32>
+// GPU: %[[SLICE:.*]] = tensor.extract_slice %[[PRIVATE]][0] [%[[ROWS]]] [1]
+// GPU: scf.for %[[I:.*]] = %{{.*}} to %[[ROWS]] step %{{.*}} iter_args(%[[OUT:.*]] = %[[SLICE]]) -> (tensor<?xf32>)
 // GPU: %[[ROW:.*]] = arith.addi %[[B]], %[[I]] : index
 // GPU: %[[LANE:.*]] = gpu.lane_id upper_bound 32
 // GPU: %[[P:.*]]:4 = scf.for %[[K:.*]] = %[[LANE]] to %c256 step %c128 iter_args({{.*}}) -> (f32, f32, f32, f32)
