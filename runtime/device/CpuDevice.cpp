@@ -137,13 +137,12 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
   }
   for (const Dispatch &d : schedule.dispatches) {
     Launch launch{kernels[d.kernel], {},    d.work, d.grain, d.liveRows,
-                  false,              &schedule.kernels[d.kernel]};
-    uint64_t touched = 0;
+                  false,              &schedule.kernels[d.kernel], 0};
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
-      touched += b.bytes;
+      launch.bytes += b.bytes;
     }
-    launch.parallel = d.work > d.grain && touched >= kParallelBytes;
+    launch.parallel = d.work > d.grain && launch.bytes >= kParallelBytes;
     launches.push_back(std::move(launch));
   }
   logits = reinterpret_cast<const float *>(address(schedule.logits));
@@ -175,9 +174,9 @@ void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, 
     if (profile_) {
       auto start = std::chrono::steady_clock::now();
       launch(launches[i], token, pos);
-      KernelTime &t = (*profile_)[*launches[i].name];
-      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      ++t.launches;
+      profile_->add(*launches[i].name,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                    launches[i].bytes);
     } else {
       launch(launches[i], token, pos);
     }
@@ -277,27 +276,9 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
   run(batchLaunches_, batchWaves_, rows, logitRows);
 }
 
-void CpuDevice::enableProfiling() { profile_ = std::make_unique<std::map<std::string, KernelTime>>(); }
+void CpuDevice::enableProfiling() { profile_ = std::make_unique<KernelProfile>(); }
 
-std::string CpuDevice::profileReport() const {
-  if (!profile_)
-    return "";
-  std::vector<std::pair<std::string, KernelTime>> rows(profile_->begin(), profile_->end());
-  std::sort(rows.begin(), rows.end(),
-            [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
-  double total = 0;
-  for (const auto &row : rows)
-    total += row.second.seconds;
-  std::string out = "kernel time (" + std::to_string(total * 1e3) + " ms in all):\n";
-  char line[512];
-  for (const auto &[name, t] : rows) {
-    std::snprintf(line, sizeof line, "  %6.2f%% %10.3f ms %8lld launches  %s\n",
-                  total > 0 ? 100 * t.seconds / total : 0.0, t.seconds * 1e3,
-                  static_cast<long long>(t.launches), name.c_str());
-    out += line;
-  }
-  return out;
-}
+std::string CpuDevice::profileReport() const { return profile_ ? profile_->report() : ""; }
 
 std::string CpuDevice::describe() const {
   const Schedule &s = artifact_.schedule();

@@ -4,6 +4,7 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/device/Device.h"
+#include "runtime/device/KernelProfile.h"
 #include "runtime/device/KernelLibrary.h"
 
 #include <tbb/task_arena.h>
@@ -44,9 +45,8 @@ public:
 
   /// From now on, times every kernel launch (a synchronous clock read
   /// around each): for finding where a step's time goes.
-  void enableProfiling();
-  /// Time per kernel, most first; empty unless profiling.
-  std::string profileReport() const;
+  void enableProfiling() override;
+  std::string profileReport() const override;
 
   /// One dispatch of the decode (or prefill) schedule on its own, for kernel
   /// benchmarks: the same launch the step makes.
@@ -61,10 +61,7 @@ private:
     bool liveRows; ///< Work is capped by the live rows (the token scalar).
     bool parallel; ///< Big enough for the split to pay for itself.
     const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
-  };
-  struct KernelTime {
-    double seconds = 0;
-    int64_t launches = 0;
+    uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
   };
 
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
@@ -96,7 +93,7 @@ private:
   const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;
-  std::unique_ptr<std::map<std::string, KernelTime>> profile_; ///< Null unless profiling.
+  std::unique_ptr<KernelProfile> profile_; ///< Null unless profiling.
 };
 
 } // namespace quill

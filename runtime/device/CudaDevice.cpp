@@ -30,6 +30,8 @@ CudaDevice::~CudaDevice() {
   for (void *graph : {stepGraph_, prefillGraph_})
     if (graph)
       driver_.graphExecDestroy(graph);
+  for (void *event : events_)
+    driver_.eventDestroy(event);
   if (stream_)
     driver_.streamDestroy(stream_);
   for (CudaDriver::DevicePtr p : {weights_, kv_, scratch_, input_, stepArgs_})
@@ -148,9 +150,11 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
   for (const Dispatch &d : schedule.dispatches) {
     const std::string &name = schedule.kernels[d.kernel];
     const Function &f = functions[name];
-    Launch launch{f.handle, f.block, {}, d.work, d.liveRows, &name};
-    for (const Binding &b : d.bindings)
+    Launch launch{f.handle, f.block, {}, d.work, d.liveRows, &name, 0};
+    for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
+      launch.bytes += b.bytes;
+    }
     launch.pointers.push_back(stepArgs_);
     launches.push_back(std::move(launch));
   }
@@ -181,13 +185,41 @@ Status CudaDevice::launchAll(const std::vector<Launch> &launches, int32_t token)
     for (uint64_t &value : values)
       params.push_back(&value);
     unsigned blocks = static_cast<unsigned>((work + launch.block - 1) / launch.block);
+    // Profiling: an event before and after each launch on the stream.
+    const size_t timed = timed_.size();
+    if (profile_) {
+      if (Status s = driver_.check(driver_.eventRecord(events_[2 * timed], stream_),
+                                   "timing kernel " + *launch.name);
+          !s)
+        return s;
+    }
     if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block,
                                                       1, 1, 0, stream_, params.data(), nullptr),
                                  "launching kernel " + *launch.name);
         !s)
       return s;
+    if (profile_) {
+      if (Status s = driver_.check(driver_.eventRecord(events_[2 * timed + 1], stream_),
+                                   "timing kernel " + *launch.name);
+          !s)
+        return s;
+      timed_.push_back(&launch);
+    }
   }
   return Status::ok();
+}
+
+void CudaDevice::enableProfiling() {
+  const size_t most = std::max(launches_.size(), prefillLaunches_.size());
+  if (!makeCurrent())
+    return;
+  while (events_.size() < 2 * most) {
+    void *event = nullptr;
+    if (driver_.eventCreate(&event, 0) != 0)
+      return fail(Status::error("cuEventCreate: cannot time the kernels"));
+    events_.push_back(event);
+  }
+  profile_ = std::make_unique<KernelProfile>();
 }
 
 Status CudaDevice::capture(const std::vector<Launch> &launches, void *&graph) {
@@ -212,8 +244,11 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
                        CudaDriver::DevicePtr logits, int32_t token, int32_t pos) {
   // Graphs replay fixed work: a schedule bounded by live rows (a batch
   // step, which the CUDA target does not build) launches one by one.
-  const bool replay = cudaGraphs_ && std::none_of(launches.begin(), launches.end(),
-                                                  [](const Launch &l) { return l.liveRows; });
+  // Profiling times each launch between events: no graph then.
+  const bool replay = cudaGraphs_ && !profile_ &&
+                      std::none_of(launches.begin(), launches.end(),
+                                   [](const Launch &l) { return l.liveRows; });
+  timed_.clear();
   hostStepArgs_[0] = token;
   hostStepArgs_[1] = pos;
   Status s = driver_.check(driver_.memcpyHtoDAsync(stepArgs_, hostStepArgs_,
@@ -232,6 +267,13 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
                       replay ? "running the step (a CUDA graph; --no-cuda-graphs names a "
                                "failing kernel when its launch fails)"
                              : "running the step");
+  for (size_t i = 0; s && i < timed_.size(); ++i) {
+    float ms = 0;
+    s = driver_.check(driver_.eventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]),
+                      "timing kernel " + *timed_[i]->name);
+    if (s)
+      profile_->add(*timed_[i]->name, ms / 1e3, timed_[i]->bytes);
+  }
   if (s)
     s = driver_.check(
         driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
@@ -300,7 +342,9 @@ double CudaDevice::measureOwnBandwidthGBs() {
 std::string CudaDevice::describe() const {
   return "device: cuda, " + deviceName_ + ", " + std::to_string(launches_.size()) +
          " kernels per step" +
-         (cudaGraphs_ ? std::string(" replayed as one CUDA graph") : std::string(" launched one by one")) +
+         (profile_      ? std::string(" launched one by one, each timed")
+          : cudaGraphs_ ? std::string(" replayed as one CUDA graph")
+                        : std::string(" launched one by one")) +
          ", at most " +
          std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
          (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"

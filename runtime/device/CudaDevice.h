@@ -16,6 +16,7 @@
 #include "runtime/artifact/Artifact.h"
 #include "runtime/device/CudaDriver.h"
 #include "runtime/device/Device.h"
+#include "runtime/device/KernelProfile.h"
 
 #include <memory>
 #include <string>
@@ -45,6 +46,9 @@ public:
   /// second, the best of several runs.
   double measureOwnBandwidthGBs() override;
   Status error() const override { return error_; }
+  /// Kernels then launch one by one (no graph), each between two events.
+  void enableProfiling() override;
+  std::string profileReport() const override { return profile_ ? profile_->report() : ""; }
 
 private:
   /// One dispatch: its function, its parameters' values (binding pointers,
@@ -56,6 +60,7 @@ private:
     int64_t work;
     bool liveRows; ///< Work is capped by the token argument (rows in use).
     const std::string *name; ///< The kernel's, for errors.
+    uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
   };
   struct Schedules;
 
@@ -89,6 +94,9 @@ private:
   void *stream_ = nullptr;
   bool cudaGraphs_;
   void *stepGraph_ = nullptr, *prefillGraph_ = nullptr; ///< Executable graphs, once captured.
+  std::unique_ptr<KernelProfile> profile_; ///< Null unless profiling.
+  std::vector<void *> events_;             ///< Profiling: a start and end per launch.
+  std::vector<const Launch *> timed_;      ///< Profiling: the launches of this step, in order.
   std::vector<Launch> launches_, prefillLaunches_;
   CudaDriver::DevicePtr stepLogits_ = 0, prefillLogits_ = 0;
   std::vector<float> logits_;

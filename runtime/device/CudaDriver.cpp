@@ -53,6 +53,10 @@ ErrorOr<CudaDriver> CudaDriver::load() {
   bind(d.graphLaunch, "cuGraphLaunch");
   bind(d.graphDestroy, "cuGraphDestroy");
   bind(d.graphExecDestroy, "cuGraphExecDestroy");
+  bind(d.eventCreate, "cuEventCreate");
+  bind(d.eventRecord, "cuEventRecord");
+  bind(d.eventElapsedTime, "cuEventElapsedTime");
+  bind(d.eventDestroy, "cuEventDestroy_v2");
   if (!missing.empty())
     return Status::error("the CUDA driver lacks " + missing);
   return d;

@@ -46,6 +46,11 @@ struct CudaDriver {
   Result (*graphLaunch)(void *, void *) = nullptr;
   Result (*graphDestroy)(void *) = nullptr;
   Result (*graphExecDestroy)(void *) = nullptr;
+  // Events on the stream time each kernel for --profile.
+  Result (*eventCreate)(void **, unsigned) = nullptr;
+  Result (*eventRecord)(void *, void *) = nullptr;
+  Result (*eventElapsedTime)(float *, void *, void *) = nullptr;
+  Result (*eventDestroy)(void *) = nullptr;
 
   /// CUfunction_attribute values used here.
   static constexpr int kMaxThreadsPerBlock = 0, kLocalSizeBytes = 3;

@@ -58,6 +58,12 @@ public:
   /// decode loop checks it after each step; the CPU's steps cannot fail.
   virtual Status error() const { return Status::ok(); }
 
+  /// From now on, times every kernel launch (serializing them), for
+  /// finding where a step's time goes (quill-run --profile).
+  virtual void enableProfiling() {}
+  /// Time per kernel, most first; empty unless profiling.
+  virtual std::string profileReport() const { return ""; }
+
   /// A device with its own memory measures its own bandwidth (GB/s, bytes
   /// read and written) for the benchmark's fractions; 0: not measured.
   virtual double measureOwnBandwidthGBs() { return 0; }

@@ -4,7 +4,7 @@
 # golden text, the logits of 64 steps against the CPU) and the speed of the
 # 110m and 1b shapes (quill-run --bench --device cuda; 110m-thread-rows is
 # 110m with --no-warp-reductions, for the A/B; 110m also runs with
-# --no-cuda-graphs). Everything it
+# --no-cuda-graphs), and the time per kernel (--profile) of 110m and 1b. Everything it
 # prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -37,6 +37,12 @@ for shape in 110m 110m-thread-rows 1b; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$carry/bin/quill-run" "$artifact" --device cuda --bench --json > "$out/bench-$shape.json" 2>> "$log" ||
     status=1
+  if [ "$shape" != 110m-thread-rows ]; then
+    say "== $shape, time per kernel (--profile: launched one by one, each between events)"
+    "$carry/bin/quill-run" "$artifact" --device cuda --profile -n 64 --temp 0 2>&1 >/dev/null |
+      tee -a "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
   if [ "$shape" = 110m ]; then
     say "== $shape, kernels launched one by one (--no-cuda-graphs)"
     "$carry/bin/quill-run" "$artifact" --device cuda --bench --no-cuda-graphs 2>&1 | tee -a "$log"

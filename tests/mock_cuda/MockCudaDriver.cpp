@@ -64,6 +64,11 @@ struct Launch {
   unsigned grid = 0, block = 0;
 };
 
+/// An event: recorded on a stream or not yet.
+struct Event {
+  bool recorded = false;
+};
+
 struct Stream {
   bool capturing = false;
   bool faulted = false; ///< A replayed kernel "faulted": the next sync fails.
@@ -80,7 +85,7 @@ struct State {
   std::map<uint64_t, uint64_t> allocations; ///< Base → bytes.
   uint64_t inUse = 0;
   uint64_t launches = 0, toDevice = 0, fromDevice = 0, failures = 0;
-  std::set<const void *> streams, graphs, execs; ///< Live handles (leaks count too).
+  std::set<const void *> streams, graphs, execs, events; ///< Live handles (leaks count too).
   bool initialized = false;
 
   ~State() {
@@ -91,7 +96,7 @@ struct State {
                    "allocations, %llu failed calls\n",
                    (unsigned long long)launches, (unsigned long long)toDevice,
                    (unsigned long long)fromDevice,
-                   allocations.size() + streams.size() + graphs.size() + execs.size(),
+                   allocations.size() + streams.size() + graphs.size() + execs.size() + events.size(),
                    (unsigned long long)failures);
   }
 };
@@ -489,6 +494,43 @@ Result cuGraphLaunch(void *exec, void *stream) {
       own->faulted = true;
     ++state().launches;
   }
+  return kSuccess;
+}
+
+Result cuEventCreate(void **event, unsigned flags) {
+  if (!current)
+    return failWith(kInvalidContext, "cuEventCreate: no current context on this thread");
+  if (flags != 0)
+    return kInvalidValue;
+  *event = new Event;
+  state().events.insert(*event);
+  return kSuccess;
+}
+
+Result cuEventRecord(void *event, void *stream) {
+  if (!state().events.count(event))
+    return failWith(kInvalidValue, "cuEventRecord: not an event");
+  Stream *own = ownStream(stream, "cuEventRecord");
+  if (!own)
+    return kInvalidValue;
+  static_cast<Event *>(event)->recorded = true;
+  return kSuccess;
+}
+
+/// Kernels take no time here: every interval is a microsecond.
+Result cuEventElapsedTime(float *ms, void *start, void *end) {
+  auto &events = state().events;
+  if (!events.count(start) || !events.count(end) || !static_cast<Event *>(start)->recorded ||
+      !static_cast<Event *>(end)->recorded)
+    return failWith(kInvalidValue, "cuEventElapsedTime: an event not recorded");
+  *ms = 0.001f;
+  return kSuccess;
+}
+
+Result cuEventDestroy_v2(void *event) {
+  if (!state().events.erase(event))
+    return failWith(kInvalidValue, "cuEventDestroy: not an event");
+  delete static_cast<Event *>(event);
   return kSuccess;
 }
 

@@ -59,9 +59,9 @@ int main(int argc, char **argv) {
   CpuDevice *cpu = nullptr;
   if (options.cuda) {
     if (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
-        !options.batchSizes.empty() || options.profile || options.sequentialKernels)
-      return fail("--device cuda runs one sequence (and --bench): no batch step, beams, samples "
-                  "or kernel profile on the GPU yet");
+        !options.batchSizes.empty() || options.sequentialKernels)
+      return fail("--device cuda runs one sequence (and --bench): no batch step, beams or "
+                  "samples on the GPU yet");
     auto device = CudaDevice::create(*artifact, options.cudaGraphs);
     if (!device)
       return fail("--device cuda: " + device.message());
@@ -76,14 +76,14 @@ int main(int argc, char **argv) {
   Device &device = *owned;
   // The kernel times, printed however main returns from here on.
   struct ProfilePrinter {
-    CpuDevice *device;
+    Device *device;
     ~ProfilePrinter() {
       if (device)
         std::fputs(device->profileReport().c_str(), stderr);
     }
-  } profilePrinter{options.profile ? cpu : nullptr};
+  } profilePrinter{options.profile ? &device : nullptr};
   if (options.profile)
-    cpu->enableProfiling();
+    device.enableProfiling();
   if (options.sequentialKernels)
     cpu->setConcurrentKernels(false);
   if (options.beamSearch || options.samples > 1)

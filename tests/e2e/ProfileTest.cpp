@@ -1,0 +1,102 @@
+// quill-run --profile: every launch of every kernel is counted, on the CPU
+// and through the CUDA path (against the stand-in driver, whose events time
+// each kernel at one microsecond).
+#include "TestSupport.h"
+
+#include "runtime/artifact/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+namespace quill::test {
+namespace {
+
+struct ProfileRow {
+  long long launches = 0;
+  double gbPerSecond = 0;
+};
+
+/// The report's rows by kernel: "  12.34%   1.234 ms   8 launches   5.6 GB/s  name".
+std::map<std::string, ProfileRow> parseProfile(const std::string &err) {
+  std::map<std::string, ProfileRow> rows;
+  size_t at = err.find("kernel time (");
+  if (at == std::string::npos)
+    return rows;
+  std::istringstream lines(err.substr(at));
+  std::string line;
+  std::getline(lines, line); // The header.
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string share, ms, unit, launchesWord, gb, gbUnit, name;
+    ProfileRow row;
+    if (!(words >> share >> ms >> unit >> row.launches >> launchesWord >> row.gbPerSecond >>
+          gbUnit >> name) ||
+        launchesWord != "launches" || gbUnit != "GB/s")
+      break;
+    rows[name] = row;
+  }
+  return rows;
+}
+
+/// Every kernel of the step schedule is there, launched the same whole
+/// number of steps' worth of times (no prompt: no prefill), at least `steps`.
+void expectWholeSteps(const Artifact &artifact, const std::map<std::string, ProfileRow> &rows,
+                      int steps) {
+  const Schedule &s = artifact.schedule();
+  std::map<std::string, long long> perStep;
+  for (const Dispatch &d : s.dispatches)
+    ++perStep[s.kernels[d.kernel]];
+  ASSERT_EQ(rows.size(), perStep.size());
+  long long ran = -1;
+  for (const auto &[kernel, count] : perStep) {
+    auto it = rows.find(kernel);
+    ASSERT_NE(it, rows.end()) << kernel << " is missing from the profile";
+    EXPECT_EQ(it->second.launches % count, 0) << kernel;
+    if (ran < 0)
+      ran = it->second.launches / count;
+    EXPECT_EQ(it->second.launches / count, ran) << kernel;
+  }
+  EXPECT_GE(ran, steps);
+}
+
+TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "profile-cpu");
+  ASSERT_FALSE(path.empty());
+  auto artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " -n 8 --temp 0 --threads 1 --profile");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  expectWholeSteps(*artifact, parseProfile(r.err), 8);
+}
+
+TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"),
+                                     "profile-cuda", "--target=cuda");
+  ASSERT_FALSE(path.empty());
+  auto artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+  CommandResult r = run("QUILL_CUDA_DRIVER=" + quote(QUILL_MOCK_CUDA) + " MOCK_CUDA_REPORT=1 " +
+                        quote(tool("quill-run")) + " " + quote(path) +
+                        " --device cuda -n 8 --temp 0 --profile --verbose");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("launched one by one, each timed"), std::string::npos) << r.err;
+  std::map<std::string, ProfileRow> rows = parseProfile(r.err);
+  expectWholeSteps(*artifact, rows, 8);
+  // One microsecond per launch over the bindings' bytes.
+  for (const auto &[kernel, row] : rows)
+    EXPECT_GT(row.gbPerSecond, 0) << kernel;
+  // Events are freed with the device.
+  EXPECT_NE(r.err.find(" 0 live allocations, 0 failed calls"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace quill::test
