@@ -263,3 +263,143 @@ Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation 
 }
 
 } // namespace mlir::quill
+
+// Prefill attention over query rows, a warp per row (see LaneReduction.h).
+namespace mlir::quill {
+
+namespace {
+
+/// One query head of one row: where its query, keys and values are.
+struct RowHead {
+  Value query, keys, values; ///< [T, width], [context, kv width] twice.
+  Value row, qBase, kvBase;  ///< The query row; column offsets.
+  Value n;                   ///< Positions 0 .. n - 1 are visible.
+  Value root;                ///< sqrt(head_dim).
+  int64_t headDim;
+};
+
+/// This lane's online softmax over positions lane, lane + 32, ... < n:
+/// (max, sum, weighted values[head_dim]), the max -inf and the rest 0 when
+/// it has none.
+SmallVector<Value> laneOnlineSoftmax(OpBuilder &b, Location loc, const RowHead &h, Value lane) {
+  SmallVector<Value> initial = {f32Constant(b, loc, kNegInf), f32Constant(b, loc, 0.0f)};
+  initial.append(h.headDim, f32Constant(b, loc, 0.0f));
+  auto positions = scf::ForOp::create(
+      b, loc, lane, h.n, index(b, loc, kWarpLanes), initial,
+      [&](OpBuilder &pb, Location pl, Value t, ValueRange acc) {
+        Value zero = f32Constant(pb, pl, 0.0f);
+        auto dot = scf::ForOp::create(
+            pb, pl, index(pb, pl, 0), index(pb, pl, h.headDim), index(pb, pl, 1),
+            ValueRange{zero}, [&](OpBuilder &db, Location dl, Value d, ValueRange sum) {
+              Value q = tensor::ExtractOp::create(
+                  db, dl, h.query, ValueRange{h.row, arith::AddIOp::create(db, dl, h.qBase, d)});
+              Value k = tensor::ExtractOp::create(
+                  db, dl, h.keys, ValueRange{t, arith::AddIOp::create(db, dl, h.kvBase, d)});
+              scf::YieldOp::create(db, dl, ValueRange{math::FmaOp::create(db, dl, q, k, sum[0])});
+            });
+        Value s = arith::DivFOp::create(pb, pl, dot.getResult(0), h.root);
+        Value best = maximum(pb, pl, acc[0], s);
+        // The old terms rescaled to the new maximum (0 at the first), this one's weight.
+        Value rescale = math::ExpOp::create(pb, pl, arith::SubFOp::create(pb, pl, acc[0], best));
+        Value p = math::ExpOp::create(pb, pl, arith::SubFOp::create(pb, pl, s, best));
+        SmallVector<Value> next = {
+            best, math::FmaOp::create(pb, pl, acc[1], rescale, p).getResult()};
+        for (int64_t d = 0; d < h.headDim; ++d) {
+          Value v = tensor::ExtractOp::create(
+              pb, pl, h.values,
+              ValueRange{t, arith::AddIOp::create(pb, pl, h.kvBase, index(pb, pl, d))});
+          Value kept = arith::MulFOp::create(pb, pl, acc[2 + d], rescale);
+          next.push_back(math::FmaOp::create(pb, pl, p, v, kept));
+        }
+        scf::YieldOp::create(pb, pl, next);
+      });
+  return SmallVector<Value>(positions.getResults());
+}
+
+/// The row's output for one query head: the lanes' softmaxes merged, the
+/// values divided by the sum; inserted into `out` at (at, column ..).
+Value mergeLanes(OpBuilder &b, Location loc, LaneMode mode, const RowHead &h, Value out, Value at,
+                 Value column) {
+  if (mode == LaneMode::Gpu) {
+    Value lane = gpu::LaneIdOp::create(b, loc, b.getIndexAttr(kWarpLanes));
+    SmallVector<Value> mine = laneOnlineSoftmax(b, loc, h, lane);
+    Value best = warpCombine(b, loc, mode, mine[0], maximum);
+    // A lane with no positions has max -inf: its weight is 0.
+    Value weight = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mine[0], best));
+    Value total = warpCombine(b, loc, mode, arith::MulFOp::create(b, loc, mine[1], weight), add);
+    for (int64_t d = 0; d < h.headDim; ++d) {
+      Value o = warpCombine(b, loc, mode, arith::MulFOp::create(b, loc, mine[2 + d], weight), add);
+      Value c = arith::AddIOp::create(b, loc, column, index(b, loc, d));
+      out = tensor::InsertOp::create(b, loc, arith::DivFOp::create(b, loc, o, total), out,
+                                     ValueRange{at, c});
+    }
+    return out;
+  }
+  // Emulation: every lane's softmax into vectors over the lanes, then the
+  // same weights and butterflies.
+  auto lanesType = VectorType::get({kWarpLanes}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanesType, 0.0f));
+  SmallVector<Value> initial(2 + h.headDim, zeros);
+  auto lanes = scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, kWarpLanes), index(b, loc, 1), initial,
+      [&](OpBuilder &lb, Location ll, Value lane, ValueRange vectors) {
+        SmallVector<Value> mine = laneOnlineSoftmax(lb, ll, h, lane);
+        SmallVector<Value> next;
+        for (auto [value, vector] : llvm::zip(mine, vectors))
+          next.push_back(vector::InsertOp::create(lb, ll, value, vector, OpFoldResult(lane)));
+        scf::YieldOp::create(lb, ll, next);
+      });
+  Value best = warpCombine(b, loc, mode, lanes.getResult(0), maximum);
+  Value weights = overLanes(b, loc, zeros, [&](OpBuilder &nb, Location l, Value lane, Value w) {
+    Value m = vector::ExtractOp::create(nb, l, lanes.getResult(0), OpFoldResult(lane));
+    Value e = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, m, best));
+    return vector::InsertOp::create(nb, l, e, w, OpFoldResult(lane)).getResult();
+  });
+  Value total = warpCombine(b, loc, mode,
+                            arith::MulFOp::create(b, loc, lanes.getResult(1), weights), add);
+  for (int64_t d = 0; d < h.headDim; ++d) {
+    Value o = warpCombine(b, loc, mode,
+                          arith::MulFOp::create(b, loc, lanes.getResult(2 + d), weights), add);
+    Value c = arith::AddIOp::create(b, loc, column, index(b, loc, d));
+    out = tensor::InsertOp::create(b, loc, arith::DivFOp::create(b, loc, o, total), out,
+                                   ValueRange{at, c});
+  }
+  return out;
+}
+
+} // namespace
+
+Value laneAttentionRows(OpBuilder &b, Location loc, LaneMode mode, Operation *op, Value first,
+                        Value last, Value init) {
+  auto attention = cast<AttentionOp>(op);
+  const int64_t heads = attention.getNumHeads(), kvHeads = attention.getNumKvHeads();
+  const int64_t headDim = attention.getHeadDim(), group = heads / kvHeads;
+  RowHead h;
+  h.query = attention.getQuery();
+  h.keys = attention.getKeys();
+  h.values = attention.getValues();
+  h.headDim = headDim;
+  h.root = f32Constant(b, loc, std::sqrt(float(headDim)));
+  auto rows = scf::ForOp::create(
+      b, loc, first, last, index(b, loc, 1), ValueRange{init},
+      [&](OpBuilder &rb, Location rl, Value row, ValueRange rowOut) {
+        h.row = row;
+        // Row t is at position pos + t and sees positions 0 .. pos + t.
+        h.n = arith::AddIOp::create(
+            rb, rl, arith::AddIOp::create(rb, rl, attention.getPos(), row), index(rb, rl, 1));
+        Value at = arith::SubIOp::create(rb, rl, row, first);
+        auto queryHeads = scf::ForOp::create(
+            rb, rl, index(rb, rl, 0), index(rb, rl, heads), index(rb, rl, 1),
+            ValueRange{rowOut[0]}, [&](OpBuilder &hb, Location hl, Value head, ValueRange out) {
+              h.qBase = arith::MulIOp::create(hb, hl, head, index(hb, hl, headDim));
+              Value kvHead = arith::DivUIOp::create(hb, hl, head, index(hb, hl, group));
+              h.kvBase = arith::MulIOp::create(hb, hl, kvHead, index(hb, hl, headDim));
+              scf::YieldOp::create(hb, hl,
+                                   ValueRange{mergeLanes(hb, hl, mode, h, out[0], at, h.qBase)});
+            });
+        scf::YieldOp::create(rb, rl, ValueRange{queryHeads.getResult(0)});
+      });
+  return rows.getResult(0);
+}
+
+} // namespace mlir::quill

@@ -79,3 +79,17 @@ Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation 
                            Value first, Value last, Value init);
 
 } // namespace mlir::quill
+
+namespace mlir::quill {
+
+/// Query rows [first, last) of a prefill's attention (`op`, a
+/// quill.attention over [T, width] queries) into `init` ([last - first,
+/// width]), a warp per row, each query head in turn: lane l runs an online
+/// softmax over positions l, l + 32, ... up to the row's own (causal),
+/// keeping its maximum, sum and weighted values; the lanes' maxima meet in
+/// a butterfly, and each lane's sum and values, rescaled to it, in
+/// butterflies too.
+Value laneAttentionRows(OpBuilder &b, Location loc, LaneMode mode, Operation *op, Value first,
+                        Value last, Value init);
+
+} // namespace mlir::quill

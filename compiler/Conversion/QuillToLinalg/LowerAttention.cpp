@@ -1,5 +1,6 @@
 // quill.attention -> scores, softmax and weighted sum as linalg.generic ops
 // over [kv head, query head in group, position], for kv heads [begin, end).
+#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -14,7 +15,8 @@ using namespace mlir::quill;
 namespace {
 
 struct LowerAttention : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerAttention(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
+  LaneMode lanes; ///< Query-row tiles: a warp per row.
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -31,6 +33,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
       return success();
     }
+    if (op.getTileRows() && lanes != LaneMode::None)
+      return lowerRowTileOverLanes(op, rewriter);
     if (op.getTileRows())
       return lowerRowTile(op, rewriter);
     // T query rows: row t is at position pos + t and sees positions 0..pos+t
@@ -73,6 +77,21 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         ArrayRef<OpFoldResult>{t, b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(width)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  /// tile_rows with a warp per query row (LaneAttention.cpp).
+  LogicalResult lowerRowTileOverLanes(AttentionOp op, PatternRewriter &b) const {
+    Location loc = op.getLoc();
+    const int64_t width = op.getQuery().getType().getDimSize(1);
+    Value first = op.getTile()[0], last = op.getTile()[1];
+    Value rows = arith::SubIOp::create(b, loc, last, first);
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(width)}, b.getF32Type());
+    Value result = laneAttentionRows(b, loc, lanes, op, first, last, init);
+    if (lanes == LaneMode::Gpu)
+      markWarpKernel(op);
+    b.replaceOp(op, castTo(b, loc, result, op.getType()));
+    return success();
   }
 
   /// tile_rows: query rows [b, e), each over every kv head in turn (one
@@ -165,6 +184,6 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention>(patterns.getContext());
+void mlir::quill::populateLowerAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes) {
+  patterns.add<LowerAttention>(patterns.getContext(), lanes);
 }

@@ -35,7 +35,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     populateLowerNormPatterns(patterns);
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);
-    populateLowerAttentionPatterns(patterns);
+    populateLowerAttentionPatterns(patterns, *lanes);
     populateLowerFlashAttentionPatterns(patterns, *lanes);
     populateLowerPagedAttentionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -17,8 +17,9 @@ void populateLowerNormPatterns(RewritePatternSet &patterns);
 void populateLowerElementwisePatterns(RewritePatternSet &patterns);
 /// quill.embedding and quill.kv_write: reads and writes of state.
 void populateLowerStatePatterns(RewritePatternSet &patterns);
-/// quill.attention.
-void populateLowerAttentionPatterns(RewritePatternSet &patterns);
+/// quill.attention; query-row tiles (prefill on the GPU) a warp per row per
+/// `lanes`.
+void populateLowerAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes);
 /// quill.attention_partial and quill.attention_merge (flash-decoding); the
 /// partials a warp per unit per `lanes`.
 void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes);
