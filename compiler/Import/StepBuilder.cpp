@@ -62,7 +62,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
 
   Value embeddings = weight("tok_embeddings", mat(vocab, dim));
   Value x = rows ? q::EmbeddingsOp::create(b, loc, act(dim), embeddings, token, /*tile=*/ValueRange{}).getResult()
-                 : q::EmbeddingOp::create(b, loc, vec(dim), embeddings, token).getResult();
+                 : q::EmbeddingOp::create(b, loc, vec(dim), embeddings, token, /*tile=*/ValueRange{})
+                       .getResult();
   for (int layer = 0; layer < config.nLayers; ++layer) {
     std::string p = "layers." + std::to_string(layer) + ".";
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
@@ -72,7 +73,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
                                  /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     };
     // Attention block: norm, q/k/v, rotary, cache, attention, output, residual.
-    Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps);
+    Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps,
+                                   /*tile=*/ValueRange{});
     Value qv = linear(h, "wq", dim, dim);
     Value k = linear(h, "wk", kvDim, dim);
     Value v = linear(h, "wv", kvDim, dim);
@@ -99,7 +101,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
     }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, dim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.
-    h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps);
+    h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps,
+                               /*tile=*/ValueRange{});
     Value gate = linear(h, "w1", hidden, dim);
     Value up = linear(h, "w3", hidden, dim);
     Value activated = q::SwiGLUOp::create(b, l, act(hidden), gate, up);
@@ -110,7 +113,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
   if (kind == StepKind::Prefill)
     x = q::RowOp::create(b, loc, vec(dim), x, rows - 1);
   Type finalType = batch ? mat(rows, dim) : vec(dim);
-  x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps);
+  x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps,
+                           /*tile=*/ValueRange{});
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
   Value logits = q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
                                      /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),

@@ -1,6 +1,7 @@
 // quill.rmsnorm -> a sum-of-squares reduction per row, a per-row scale, and a
 // scaled elementwise product (the order of llama2.c's rmsnorm). Works on one
 // vector or on T rows ([T, width]) alike.
+#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -13,9 +14,36 @@ using namespace mlir::quill;
 namespace {
 
 struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerRMSNorm(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
+  LaneMode lanes; ///< Tiles: the sum of squares shared by a warp's lanes.
+
+  /// Elements [b, e) of one vector (the GPU's units), each scaled by the
+  /// whole vector's root mean square.
+  LogicalResult lowerElements(RMSNormOp op, PatternRewriter &b) const {
+    Location loc = op.getLoc();
+    float eps = op.getEps().convertToFloat();
+    Value scale = lanes != LaneMode::None ? laneRmsScales(b, loc, lanes, op.getInput(), eps)
+                                          : buildRmsScales(b, loc, op.getInput(), eps);
+    Value first = op.getTile()[0];
+    Value count = arith::SubIOp::create(b, loc, op.getTile()[1], first);
+    Value out = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
+    Value result = buildElementwise(
+        b, loc, ValueRange{}, out, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), first);
+          Value x = tensor::ExtractOp::create(nb, l, op.getInput(), ValueRange{i});
+          Value w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{i});
+          Value s = tensor::ExtractOp::create(nb, l, scale, ValueRange{});
+          return arith::MulFOp::create(nb, l, w, arith::MulFOp::create(nb, l, s, x));
+        });
+    if (lanes == LaneMode::Gpu)
+      markWarpKernel(op);
+    b.replaceOp(op, castTo(b, loc, result, op.getType()));
+    return success();
+  }
 
   LogicalResult matchAndRewrite(RMSNormOp op, PatternRewriter &rewriter) const override {
+    if (op.isTiled())
+      return lowerElements(op, rewriter);
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto type = op.getType();
@@ -48,6 +76,6 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerRMSNorm>(patterns.getContext());
+void mlir::quill::populateLowerNormPatterns(RewritePatternSet &patterns, LaneMode lanes) {
+  patterns.add<LowerRMSNorm>(patterns.getContext(), lanes);
 }

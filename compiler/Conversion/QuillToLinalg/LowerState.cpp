@@ -15,12 +15,18 @@ struct LowerEmbedding : OpRewritePattern<EmbeddingOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(EmbeddingOp op, PatternRewriter &rewriter) const override {
-    int64_t width = op.getType().getDimSize(0);
-    // A rank-reducing slice: row `token` of the table.
+    // A rank-reducing slice: row `token` of the table, or a tile's elements
+    // [b, e) of it.
+    OpFoldResult first = rewriter.getIndexAttr(0);
+    OpFoldResult width = rewriter.getIndexAttr(op.getTable().getType().getDimSize(1));
+    if (op.isTiled()) {
+      first = op.getTile()[0];
+      width = arith::SubIOp::create(rewriter, op.getLoc(), op.getTile()[1], op.getTile()[0])
+                  .getResult();
+    }
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, op.getType(), op.getTable(),
-        ArrayRef<OpFoldResult>{op.getToken(), rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(width)},
+        op, op.getType(), op.getTable(), ArrayRef<OpFoldResult>{op.getToken(), first},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), width},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     return success();
   }

@@ -32,7 +32,7 @@ struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPas
     }
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, prefetchWeights, *lanes);
-    populateLowerNormPatterns(patterns);
+    populateLowerNormPatterns(patterns, *lanes);
     populateLowerElementwisePatterns(patterns);
     populateLowerStatePatterns(patterns);
     populateLowerAttentionPatterns(patterns, *lanes);

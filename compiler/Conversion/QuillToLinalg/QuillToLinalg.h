@@ -11,8 +11,8 @@ namespace mlir::quill {
 /// products, their reductions spread over a warp's lanes per `lanes`.
 void populateLowerMatVecPatterns(RewritePatternSet &patterns, bool prefetchWeights,
                                  LaneMode lanes);
-/// quill.rmsnorm.
-void populateLowerNormPatterns(RewritePatternSet &patterns);
+/// quill.rmsnorm; element tiles with the sum of squares spread per `lanes`.
+void populateLowerNormPatterns(RewritePatternSet &patterns, LaneMode lanes);
 /// quill.add, quill.swiglu, quill.rope.
 void populateLowerElementwisePatterns(RewritePatternSet &patterns);
 /// quill.embedding and quill.kv_write: reads and writes of state.

@@ -111,9 +111,9 @@ LogicalResult KVWriteOp::verify() {
 }
 
 LogicalResult EmbeddingOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
-  if (mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
+  if (!isTiled() && mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
     return emitOpError("table") << weightName(getTable()) << " rows have "
                                 << dimOf(getTable(), 1)
                                 << " elements but the result has "
@@ -143,8 +143,12 @@ LogicalResult RowOp::verify() {
 }
 
 LogicalResult RMSNormOp::verify() {
-  if (failed(verifyStaticShapes(*this)))
+  if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (!isTiled() && getResult().getType() != getInput().getType())
+    return emitOpError("result must have the input's type ") << getInput().getType();
+  if (isTiled() && getInput().getType().getRank() != 1)
+    return emitOpError("only the elements of one vector are tiled");
   if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
     return emitOpError("weight") << weightName(getWeight()) << " has "
                                  << dimOf(getWeight(), 0)

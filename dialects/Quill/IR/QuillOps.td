@@ -131,11 +131,16 @@ def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
     ```mlir
     %x = quill.embedding %table[%token] : tensor<512x64xf32> -> tensor<64xf32>
     ```
+    Inside a kernel, `tile [%b, %e]` restricts the op to elements `[b, e)`
+    of the row.
   }];
-  let arguments = (ins Quill_Matrix:$table, Index:$token);
+  let arguments = (ins Quill_Matrix:$table, Index:$token, Variadic<Index>:$tile);
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = [{
-    $table `[` $token `]` attr-dict `:` type($table) `->` type($result)
+    $table `[` $token `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -178,19 +183,26 @@ def Quill_RowOp : Quill_Op<"row", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure]> {
   let summary = "Root-mean-square normalization scaled by a weight";
   let description = [{
-    `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`.
+    `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`. Inside
+    a kernel, `tile [%b, %e]` restricts the op to elements `[b, e)` of one
+    vector (each still scaled by the whole vector's root mean square).
 
     ```mlir
     %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Rows:$input, Quill_Vector:$weight, F32Attr:$eps);
+  let arguments = (ins Quill_Rows:$input, Quill_Vector:$weight, F32Attr:$eps,
+                       Variadic<Index>:$tile);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` type($input) `,` type($weight)
+    $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,` type($weight)
+    custom<TiledResult>(ref(type($input)), type($result))
+  }];
+  let extraClassDeclaration = [{
+    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }

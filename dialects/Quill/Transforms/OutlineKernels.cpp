@@ -55,8 +55,9 @@ struct Tiling {
 Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool rowUnits) {
   Tiling tiling;
   // GPU units for what the CPU runs whole: a prefill's token rows (rope,
-  // cache writes, embeddings) and merged attention's output elements. On
-  // the GPU one unit is one thread, and one thread for all of them is slow.
+  // cache writes, embeddings), and the elements of merged attention, of a
+  // vector's RMSNorm and of the decode embedding. On the GPU one unit is one
+  // thread (or warp), and one thread for all of them is slow.
   if (rowUnits) {
     auto rows = [&](int64_t count) {
       tiling.work = count;
@@ -72,6 +73,10 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool row
       return rows(embeddings.getType().getDimSize(0));
     if (auto merge = dyn_cast<AttentionMergeOp>(op))
       return rows(merge.getType().getDimSize(0));
+    if (auto norm = dyn_cast<RMSNormOp>(op); norm && norm.getType().getRank() == 1)
+      return rows(norm.getType().getDimSize(0));
+    if (auto embedding = dyn_cast<EmbeddingOp>(op))
+      return rows(embedding.getType().getDimSize(0));
   }
   if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -371,7 +376,8 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   Operation *clone = b.clone(*op, mapping);
   if (tiling.rowsPerUnit > 0) {
     if (!appendTile<LinearOp, LogitsOp, ProjectQKVOp, AttentionPartialOp, PagedAttentionOp,
-                    RoPEOp, KVWriteOp, EmbeddingsOp, AttentionMergeOp>(clone, begin, end)) {
+                    RoPEOp, KVWriteOp, EmbeddingsOp, AttentionMergeOp, RMSNormOp, EmbeddingOp>(
+            clone, begin, end)) {
       auto attention = cast<AttentionOp>(clone);
       attention.getTileMutable().append({begin, end});
       attention.setTileRows(tiling.leading);

@@ -85,3 +85,15 @@ func.func @embeddings_tiled(%t: tensor<16x8xf32>, %ids: tensor<4xi32>, %b: index
   %x = quill.embeddings %t[%ids] tile[%b, %e] : tensor<16x8xf32>, tensor<4xi32> -> tensor<?x8xf32>
   return %x : tensor<?x8xf32>
 }
+
+// -----
+
+// Tiled embedding (the decode step on the GPU): elements [b, e) of the row.
+// CHECK-LABEL: func.func @embedding_tiled
+// CHECK-SAME: (%[[T:[^:]+]]: tensor<16x8xf32>, %[[TOKEN:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
+// CHECK: tensor.extract_slice %[[T]][%[[TOKEN]], %[[B]]] [1, %[[N]]] [1, 1] : tensor<16x8xf32> to tensor<?xf32>
+func.func @embedding_tiled(%t: tensor<16x8xf32>, %token: index, %b: index, %e: index) -> tensor<?xf32> {
+  %x = quill.embedding %t[%token] tile[%b, %e] : tensor<16x8xf32> -> tensor<?xf32>
+  return %x : tensor<?xf32>
+}
