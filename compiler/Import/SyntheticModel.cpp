@@ -84,7 +84,7 @@ std::vector<std::string> quill::syntheticShapeNames() {
 void quill::fillSyntheticTensor(const std::string &name,
                                 const std::vector<int64_t> &shape,
                                 uint64_t seed, int64_t firstElement, float *out,
-                                int64_t count, int64_t period) {
+                                int64_t count, int64_t period, float queryKeyGain) {
   // Scale so a unit-RMS input gives outputs of RMS ~0.6 at every layer.
   const float fanIn = shape.size() == 2 ? float(shape[1]) : 1.0f;
   float center = 0.0f, halfWidth = 1.0f / std::sqrt(fanIn);
@@ -96,6 +96,8 @@ void quill::fillSyntheticTensor(const std::string &name,
     // tied classifier does not just echo the input token, yet tied logits
     // still spread by about one unit.
     halfWidth = std::sqrt(3.0f) / std::sqrt(fanIn);
+  } else if (endsWith(name, ".wq") || endsWith(name, ".wk")) {
+    halfWidth *= queryKeyGain;
   } else if (name == "output") {
     // A separate classifier: logits spread by a few units, so the next-token
     // distribution is neither flat nor one-hot.
@@ -116,7 +118,7 @@ void quill::fillSyntheticTensor(const std::string &name,
 
 Status quill::writeSyntheticModel(const std::string &path,
                                   const ModelConfig &config, int formatVersion,
-                                  uint64_t seed, int64_t period) {
+                                  uint64_t seed, int64_t period, float queryKeyGain) {
   if (formatVersion != 0 && formatVersion != 1)
     return Status::error(path + ": unknown llama2.c format version " +
                          std::to_string(formatVersion));
@@ -164,7 +166,7 @@ Status quill::writeSyntheticModel(const std::string &path,
       int64_t count = std::min(kChunk, total - start);
       if (block.isWeight) {
         fillSyntheticTensor(block.name, block.shape, seed, start, buffer.data(),
-                            count, period);
+                            count, period, queryKeyGain);
       } else {
         // The legacy RoPE tables, as llama2.c's export computes them:
         // cos/sin(pos * theta^(-2i/head_size)), row = pos, column = i.

@@ -197,17 +197,31 @@ TEST(LogitsParity, EmulatedCudaKernelsStories260K) {
 
 /// A synthetic model of shape `c` compiled with --emulate-cuda-kernels:
 /// decode over `steps` positions and chunked prefill against the reference.
-void expectEmulatedParity(const ModelConfig &c, const std::string &name, int steps) {
-  std::string model = synthesizeModel(c, name);
+void expectEmulatedParity(const ModelConfig &c, const std::string &name, int steps,
+                          float queryKeyGain = 1.0f, int prefillChunk = 12) {
+  std::string model = synthesizeModel(c, name, 0, 7, queryKeyGain);
   expectParity(model, syntheticTokenizer(512), name, steps, 2, "--emulate-cuda-kernels");
   expectPrefillParity(model, syntheticTokenizer(512), name + "-prefill", 2,
-                      "--emulate-cuda-kernels --prefill-chunk 12");
+                      "--emulate-cuda-kernels --prefill-chunk " + std::to_string(prefillChunk));
 }
 
 TEST(LogitsParity, EmulatedCudaKernelsGqaOddWidthsLongContext) {
   // Positions up to 600 (rotary angles far from the approximations' core
   // range) across flash-decoding chunks, odd widths, a separate classifier.
   expectEmulatedParity(shape(200, 520, 2, 10, 2, 512, 1024, false), "emulated-gqa", 600);
+}
+
+TEST(LogitsParity, PeakedAttentionOnTheCpuAndEmulated) {
+  // wq and wk 3x wider: scores 9x larger, so each row's softmax is dominated
+  // by a few positions and its maximum moves as positions come in (what an
+  // online softmax must rescale for; flat random attention hides that).
+  // Prefill chunks of 48 reach position 95: the GPU's lanes (32) each see
+  // several positions of a row.
+  ModelConfig c = shape(256, 640, 2, 4, 2, 512, 256, false);
+  std::string model = synthesizeModel(c, "peaked", 0, 7, 3.0f);
+  expectParity(model, syntheticTokenizer(512), "peaked", 160, 2);
+  expectPrefillParity(model, syntheticTokenizer(512), "peaked-prefill", 2, "--prefill-chunk 48");
+  expectEmulatedParity(c, "peaked-emulated", 160, 3.0f, /*prefillChunk=*/48);
 }
 
 TEST(LogitsParity, EmulatedCudaKernelsWarpWidths) {

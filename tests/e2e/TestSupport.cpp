@@ -91,9 +91,9 @@ std::string compileArtifact(const std::string &model, const std::string &tokeniz
 }
 
 std::string synthesizeModel(const ModelConfig &config, const std::string &name,
-                            int formatVersion, uint64_t seed) {
+                            int formatVersion, uint64_t seed, float queryKeyGain) {
   std::string path = tempDir() + "/" + name + ".bin";
-  Status s = writeSyntheticModel(path, config, formatVersion, seed);
+  Status s = writeSyntheticModel(path, config, formatVersion, seed, /*period=*/0, queryKeyGain);
   EXPECT_TRUE(s.isOk()) << s.message();
   return path;
 }

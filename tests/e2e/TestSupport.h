@@ -28,9 +28,11 @@ std::string quote(const std::string &s);
 /// fails the current test (and returns "") when that fails.
 std::string compileArtifact(const std::string &model, const std::string &tokenizer,
                             const std::string &name, const std::string &extraFlags = "");
-/// Writes a synthetic llama2.c model of `config` and returns its path.
+/// Writes a synthetic llama2.c model of `config` and returns its path
+/// (`queryKeyGain`: see fillSyntheticTensor).
 std::string synthesizeModel(const ModelConfig &config, const std::string &name,
-                            int formatVersion = 0, uint64_t seed = 7);
+                            int formatVersion = 0, uint64_t seed = 7,
+                            float queryKeyGain = 1.0f);
 /// A llama2.c tokenizer.bin of `vocabSize` tokens (byte tokens and letters)
 /// for synthetic models; written once per size.
 std::string syntheticTokenizer(int vocabSize);
