@@ -302,8 +302,29 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                               : emptyRows(rows);
     if (lanes != LaneMode::None)
       return laneMatMulRows(b, loc, lanes, weight, input, firstRow, rows, liveRows, init);
+    // The plain form for shapes the register tiles do not fit: with live
+    // rows, over those rows only (a batch of one must not pay for 64).
+    auto plainRows = [&](Value rowsOfWeight, OpFoldResult count, Value out) -> Value {
+      if (!liveRows)
+        return rowByRowMatMul(b, loc, rowsOfWeight, input, out);
+      OpFoldResult live =
+          arith::MinUIOp::create(b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, tokens))
+              .getResult();
+      SmallVector<OpFoldResult> zeros = {b.getIndexAttr(0), b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+      // Filled first: the dead rows get zeros, and the output stays the
+      // kernel's destination (an empty tensor sliced directly would not).
+      out = linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{out})
+                ->getResult(0);
+      Value liveInput = tensor::ExtractSliceOp::create(
+          b, loc, input, zeros, ArrayRef<OpFoldResult>{live, b.getIndexAttr(width)}, ones);
+      SmallVector<OpFoldResult> outSizes = {live, count};
+      Value liveOut = tensor::ExtractSliceOp::create(b, loc, out, zeros, outSizes, ones);
+      Value part = rowByRowMatMul(b, loc, rowsOfWeight, liveInput, liveOut);
+      return tensor::InsertSliceOp::create(b, loc, part, out, zeros, outSizes, ones);
+    };
     if (width % kLanes != 0 || tokens % kTokenBlock != 0)
-      return rowByRowMatMul(b, loc, sliceRows(firstRow, rows), input, init);
+      return plainRows(sliceRows(firstRow, rows), rows, init);
     OpFoldResult blocks = divIndex(b, loc, rows, kMatMulRows);
     OpFoldResult blocked = mulIndex(b, loc, blocks, kMatMulRows);
     Value tokenBlocks = arith::ConstantIndexOp::create(b, loc, tokens / kTokenBlock);
@@ -324,8 +345,13 @@ Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
     OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
     if (getConstantIntValue(tailRows) == 0)
       return result;
-    Value tail = rowByRowMatMul(b, loc, sliceRows(addIndex(b, loc, firstRow, blocked), tailRows),
-                                input, emptyRows(tailRows));
+    // The leftover columns of the result, computed in place.
+    Value tailOut = tensor::ExtractSliceOp::create(
+        b, loc, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), blocked},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), tailRows},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    Value tail =
+        plainRows(sliceRows(addIndex(b, loc, firstRow, blocked), tailRows), tailRows, tailOut);
     return tensor::InsertSliceOp::create(
         b, loc, tail, result, ArrayRef<OpFoldResult>{b.getIndexAttr(0), blocked},
         ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), tailRows},

@@ -105,3 +105,20 @@ func.func @live_rows_swiglu(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: ind
   %y = quill.linear %x, %w rows %n {swiglu} : tensor<32x16xf32>, tensor<8x16xf32> -> tensor<32x4xf32>
   return %y : tensor<32x4xf32>
 }
+
+// -----
+
+// A width the register tiles do not fit (20): the plain form, over the live
+// rows only (a batch of one must not pay for all 32 rows).
+// CHECK-LABEL: func.func @linear_rows_plain
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<32x20xf32>, %[[W:[^:]+]]: tensor<8x20xf32>, %[[N:[^:]+]]: index)
+// CHECK: %[[LIVE:.*]] = arith.minui %[[N]], %c32 : index
+// CHECK: %[[OUT:.*]] = linalg.fill {{.*}} -> tensor<32x8xf32>
+// CHECK: %[[XS:.*]] = tensor.extract_slice %[[X]][0, 0] [%[[LIVE]], 20] [1, 1] : tensor<32x20xf32> to tensor<?x20xf32>
+// CHECK: %[[OS:.*]] = tensor.extract_slice %[[OUT]][0, 0] [%[[LIVE]], 8] [1, 1]
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[XS]], %[[W]] : tensor<?x20xf32>, tensor<8x20xf32>)
+// CHECK: tensor.insert_slice %[[Y]] into %[[OUT]][0, 0] [%[[LIVE]], 8] [1, 1] : tensor<?x8xf32> into tensor<32x8xf32>
+func.func @linear_rows_plain(%x: tensor<32x20xf32>, %w: tensor<8x20xf32>, %n: index) -> tensor<32x8xf32> {
+  %y = quill.linear %x, %w rows %n : tensor<32x20xf32>, tensor<8x20xf32> -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}
