@@ -93,9 +93,9 @@ Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, floa
     return tensor::FromElementsOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
                                           ValueRange{scaleOf(b, loc, ValueRange{})});
   assert(type.getRank() == 2 && "RMS scales of a vector or of token rows");
-  int64_t tokens = type.getDimSize(0);
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{tokens}, b.getF32Type());
-  return fillRow(b, loc, b.getIndexAttr(tokens), init, ValueRange{},
+  OpFoldResult tokens = tensor::getMixedSize(b, loc, input, 0);
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tokens}, b.getF32Type());
+  return fillRow(b, loc, tokens, init, ValueRange{},
                  [&](OpBuilder &nb, Location l, Value t) { return scaleOf(nb, l, ValueRange{t}); });
 }
 

@@ -202,10 +202,10 @@ Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps) {
   auto [identity, toRow] = rowMaps(b, rank);
   SmallVector<utils::IteratorType> reduceLast(rank, utils::IteratorType::parallel);
   reduceLast.back() = utils::IteratorType::reduction;
-  SmallVector<int64_t> rowShape(type.getShape().drop_back());
+  // Leading sizes, dynamic ones (a tile's rows) read off the input.
   SmallVector<OpFoldResult> rowSizes;
-  for (int64_t d : rowShape)
-    rowSizes.push_back(b.getIndexAttr(d));
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    rowSizes.push_back(tensor::getMixedSize(b, loc, input, d));
   // sum(x^2) per row.
   Value sums = buildGeneric(
       b, loc, ValueRange{input}, filledTensor(b, loc, rowSizes, 0.0f), {identity, toRow},
@@ -215,7 +215,7 @@ Value buildRmsScales(OpBuilder &b, Location loc, Value input, float eps) {
       });
   // 1 / sqrt(sum / width + eps), in llama2.c's order.
   return buildElementwise(
-      b, loc, ValueRange{sums}, tensor::EmptyOp::create(b, loc, rowShape, b.getF32Type()),
+      b, loc, ValueRange{sums}, tensor::EmptyOp::create(b, loc, rowSizes, b.getF32Type()),
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value mean = arith::DivFOp::create(nb, l, args[0], f32Constant(nb, l, float(width)));
         Value shifted = arith::AddFOp::create(nb, l, mean, f32Constant(nb, l, eps));

@@ -17,22 +17,44 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
   LowerRMSNorm(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
   LaneMode lanes; ///< Tiles: the sum of squares shared by a warp's lanes.
 
-  /// Elements [b, e) of one vector (the GPU's units), each scaled by the
-  /// whole vector's root mean square.
-  LogicalResult lowerElements(RMSNormOp op, PatternRewriter &b) const {
+  /// A tile (the GPU's units): elements [b, e) of one vector, each scaled
+  /// by the whole vector's root mean square, or rows [b, e) of [T, width].
+  LogicalResult lowerTile(RMSNormOp op, PatternRewriter &b) const {
     Location loc = op.getLoc();
     float eps = op.getEps().convertToFloat();
-    Value scale = lanes != LaneMode::None ? laneRmsScales(b, loc, lanes, op.getInput(), eps)
-                                          : buildRmsScales(b, loc, op.getInput(), eps);
     Value first = op.getTile()[0];
     Value count = arith::SubIOp::create(b, loc, op.getTile()[1], first);
-    Value out = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
+    const bool rows = op.getInput().getType().getRank() == 2;
+    Value input = op.getInput();
+    if (rows) {
+      int64_t width = op.getInput().getType().getDimSize(1);
+      input = tensor::ExtractSliceOp::create(
+          b, loc, input, ArrayRef<OpFoldResult>{first, b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+    }
+    // One scale (0-d) for a vector's elements, one per row of the tile.
+    Value scales = lanes != LaneMode::None ? laneRmsScales(b, loc, lanes, input, eps)
+                                           : buildRmsScales(b, loc, input, eps);
+    SmallVector<OpFoldResult> shape = {count};
+    if (rows)
+      shape.push_back(b.getIndexAttr(op.getInput().getType().getDimSize(1)));
+    Value out = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
     Value result = buildElementwise(
         b, loc, ValueRange{}, out, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-          Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), first);
-          Value x = tensor::ExtractOp::create(nb, l, op.getInput(), ValueRange{i});
-          Value w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{i});
-          Value s = tensor::ExtractOp::create(nb, l, scale, ValueRange{});
+          Value i = linalg::IndexOp::create(nb, l, 0);
+          Value x, w, s;
+          if (rows) {
+            Value d = linalg::IndexOp::create(nb, l, 1);
+            x = tensor::ExtractOp::create(nb, l, input, ValueRange{i, d});
+            w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{d});
+            s = tensor::ExtractOp::create(nb, l, scales, ValueRange{i});
+          } else {
+            Value at = arith::AddIOp::create(nb, l, i, first);
+            x = tensor::ExtractOp::create(nb, l, input, ValueRange{at});
+            w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{at});
+            s = tensor::ExtractOp::create(nb, l, scales, ValueRange{});
+          }
           return arith::MulFOp::create(nb, l, w, arith::MulFOp::create(nb, l, s, x));
         });
     if (lanes == LaneMode::Gpu)
@@ -43,7 +65,7 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
 
   LogicalResult matchAndRewrite(RMSNormOp op, PatternRewriter &rewriter) const override {
     if (op.isTiled())
-      return lowerElements(op, rewriter);
+      return lowerTile(op, rewriter);
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto type = op.getType();

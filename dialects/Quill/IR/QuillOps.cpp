@@ -147,8 +147,7 @@ LogicalResult RMSNormOp::verify() {
     return failure();
   if (!isTiled() && getResult().getType() != getInput().getType())
     return emitOpError("result must have the input's type ") << getInput().getType();
-  if (isTiled() && getInput().getType().getRank() != 1)
-    return emitOpError("only the elements of one vector are tiled");
+
   if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
     return emitOpError("weight") << weightName(getWeight()) << " has "
                                  << dimOf(getWeight(), 0)

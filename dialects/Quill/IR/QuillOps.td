@@ -188,7 +188,8 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure]> {
   let description = [{
     `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`. Inside
     a kernel, `tile [%b, %e]` restricts the op to elements `[b, e)` of one
-    vector (each still scaled by the whole vector's root mean square).
+    vector (each still scaled by the whole vector's root mean square), or
+    to rows `[b, e)` of a [T, width] input.
 
     ```mlir
     %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>

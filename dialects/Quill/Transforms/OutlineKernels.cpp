@@ -73,8 +73,8 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool row
       return rows(embeddings.getType().getDimSize(0));
     if (auto merge = dyn_cast<AttentionMergeOp>(op))
       return rows(merge.getType().getDimSize(0));
-    if (auto norm = dyn_cast<RMSNormOp>(op); norm && norm.getType().getRank() == 1)
-      return rows(norm.getType().getDimSize(0));
+    if (auto norm = dyn_cast<RMSNormOp>(op))
+      return rows(norm.getType().getDimSize(0)); // Elements, or token rows.
     if (auto embedding = dyn_cast<EmbeddingOp>(op))
       return rows(embedding.getType().getDimSize(0));
   }

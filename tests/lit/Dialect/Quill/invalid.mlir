@@ -495,15 +495,6 @@ func.func @rope_tile_vector(%x: tensor<8xf32>, %pos: index, %b: index, %e: index
 
 // -----
 
-// Only one vector's elements are tiled.
-func.func @rmsnorm_tile_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: index, %e: index) {
-  // expected-error @+1 {{'quill.rmsnorm' op only the elements of one vector are tiled}}
-  %y = quill.rmsnorm %x, %w tile[%b, %e] {eps = 1.0e-05 : f32} : tensor<4x8xf32>, tensor<8xf32> -> tensor<?x8xf32>
-  return
-}
-
-// -----
-
 // Untiled, the result is the input's type.
 func.func @rmsnorm_result_type(%x: tensor<8xf32>, %w: tensor<8xf32>) {
   // expected-error @+1 {{'quill.rmsnorm' op result must have the input's type 'tensor<8xf32>'}}
