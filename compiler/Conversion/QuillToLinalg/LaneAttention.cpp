@@ -6,8 +6,8 @@
 //   lane l scores positions t = l + 32 j (j < chunk / 32), -inf past n;
 //   M = max over the warp, e_t = exp(s_t - M) (0 past n), L = sum of e_t
 //   (each lane's in j order, then the butterfly);
-//   lane l sums o[d] = sum_t e_t V[t, d] for d = l, l + 32, ..., t in
-//   order, e_t taken from its lane by shuffle;
+//   lane l sums o[d] = sum_t e_t V[t, d] for d = l, l + 32, ..., over the
+//   live t in order, e_t taken from its lane by shuffle;
 //   the warp then shares o so every lane holds the whole row, and all 32
 //   store the same values.
 // The emulation computes each lane's values in a loop over lanes, with the
@@ -78,21 +78,22 @@ Value weight(OpBuilder &b, Location loc, const HeadWork &w, Value rel, Value s, 
   return arith::SelectOp::create(b, loc, live, e, f32Constant(b, loc, 0.0f));
 }
 
-/// o + e * V[start + rel, kvBase + d] when position `rel` is live (a
-/// condition the same for every lane).
+/// o + e * V[start + rel, kvBase + d] (position `rel` is live).
 Value accumulate(OpBuilder &b, Location loc, const HeadWork &w, Value rel, Value e, Value d,
                  Value o) {
-  Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rel, w.n);
-  auto branch = scf::IfOp::create(
-      b, loc, live,
-      [&](OpBuilder &tb, Location tl) {
-        Value t = arith::AddIOp::create(tb, tl, w.start, rel);
-        Value v = tensor::ExtractOp::create(
-            tb, tl, w.values, ValueRange{t, arith::AddIOp::create(tb, tl, w.kvBase, d)});
-        scf::YieldOp::create(tb, tl, ValueRange{math::FmaOp::create(tb, tl, e, v, o)});
-      },
-      [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, ValueRange{o}); });
-  return branch.getResult(0);
+  Value t = arith::AddIOp::create(b, loc, w.start, rel);
+  Value v = tensor::ExtractOp::create(b, loc, w.values,
+                                      ValueRange{t, arith::AddIOp::create(b, loc, w.kvBase, d)});
+  return math::FmaOp::create(b, loc, e, v, o);
+}
+
+/// The live positions among 32 j .. 32 j + 31: min(32, n - 32 j), at least
+/// 0 (the same on every lane).
+Value liveSources(OpBuilder &b, Location loc, const HeadWork &w, int64_t j) {
+  Value first = index(b, loc, j * kWarpLanes);
+  Value past = arith::MaxUIOp::create(b, loc, w.n, first);
+  return arith::MinUIOp::create(b, loc, arith::SubIOp::create(b, loc, past, first),
+                                index(b, loc, kWarpLanes));
 }
 
 Value maximum(OpBuilder &b, Location loc, Value x, Value y) {
@@ -125,7 +126,7 @@ Value gpuHead(OpBuilder &b, Location loc, const HeadWork &w, Value out, Value at
   SmallVector<Value> o(zeros);
   for (int64_t j = 0; j < w.slots; ++j) {
     auto sources = scf::ForOp::create(
-        b, loc, index(b, loc, 0), index(b, loc, kWarpLanes), index(b, loc, 1), o,
+        b, loc, index(b, loc, 0), liveSources(b, loc, w, j), index(b, loc, 1), o,
         [&](OpBuilder &nb, Location l, Value source, ValueRange acc) {
           Value from = arith::IndexCastOp::create(nb, l, nb.getI32Type(), source);
           Value et = gpu::ShuffleOp::create(nb, l, e[j], from,
@@ -197,7 +198,7 @@ Value emulatedHead(OpBuilder &b, Location loc, const HeadWork &w, Value out, Val
         Value o = f32Constant(db, dl, 0.0f);
         for (int64_t j = 0; j < w.slots; ++j) {
           auto sources = scf::ForOp::create(
-              db, dl, index(db, dl, 0), index(db, dl, kWarpLanes), index(db, dl, 1),
+              db, dl, index(db, dl, 0), liveSources(db, dl, w, j), index(db, dl, 1),
               ValueRange{o}, [&](OpBuilder &nb, Location l, Value source, ValueRange acc) {
                 Value et = vector::ExtractOp::create(nb, l, e[j], OpFoldResult(source));
                 Value t = arith::AddIOp::create(nb, l, source, index(nb, l, j * kWarpLanes));

@@ -113,6 +113,8 @@ LogicalResult KVWriteOp::verify() {
 LogicalResult EmbeddingOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (isTiled() && getResult().getType().getRank() != 1)
+    return emitOpError("a tile's result must be elements of the row, got ") << getResult().getType();
   if (!isTiled() && mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
     return emitOpError("table") << weightName(getTable()) << " rows have "
                                 << dimOf(getTable(), 1)
@@ -147,7 +149,12 @@ LogicalResult RMSNormOp::verify() {
     return failure();
   if (!isTiled() && getResult().getType() != getInput().getType())
     return emitOpError("result must have the input's type ") << getInput().getType();
-
+  // Tiled: some elements of a vector, or some rows of [T, width].
+  if (isTiled() && (getResult().getType().getRank() != getInput().getType().getRank() ||
+                    (getInput().getType().getRank() == 2 &&
+                     dimOf(getResult(), 1) != widthOf(getInput()))))
+    return emitOpError("a tile's result must be elements of the vector or whole rows, got ")
+           << getResult().getType();
   if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
     return emitOpError("weight") << weightName(getWeight()) << " has "
                                  << dimOf(getWeight(), 0)

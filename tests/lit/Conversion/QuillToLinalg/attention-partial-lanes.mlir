@@ -25,10 +25,10 @@
 // GPU: math.exp
 // GPU: %[[E:.*]] = arith.select %[[LIVE]], %{{.*}}, %cst{{.*}} : f32
 // GPU-COUNT-5: gpu.shuffle  xor
-// GPU: scf.for %[[SRC:.*]] = %c0 to %c32 step %c1 iter_args(%[[O:.*]] = %{{.*}}) -> (f32)
+// Only the live positions' weights are gathered: min(n, 32) sources.
+// GPU: %[[SOURCES:.*]] = arith.minui %[[N]], %c32 : index
+// GPU: scf.for %[[SRC:.*]] = %c0 to %[[SOURCES]] step %c1 iter_args(%[[O:.*]] = %{{.*}}) -> (f32)
 // GPU: %[[ET:.*]], %{{.*}} = gpu.shuffle  idx %[[E]], %{{.*}}, %c32_i32 : f32
-// GPU: %[[TLIVE:.*]] = arith.cmpi ult, %[[SRC]], %[[N]] : index
-// GPU: scf.if %[[TLIVE]] -> (f32) {
 // GPU: math.fma %[[ET]], %{{.*}}, %[[O]] : f32
 // GPU: gpu.shuffle  idx %{{.*}}, %c0_i32, %c32_i32 : f32
 // GPU: gpu.shuffle  idx %{{.*}}, %c31_i32, %c32_i32 : f32
@@ -47,7 +47,7 @@
 // EMU: math.exp
 // EMU-COUNT-5: vector.shuffle
 // EMU: scf.for %[[D:.*]] = %c0 to %c32 step %c1 iter_args
-// EMU: scf.for %[[SRC:.*]] = %c0 to %c32 step %c1 iter_args
+// EMU: scf.for %[[SRC:.*]] = %c0 to %{{.*}} step %c1 iter_args
 // EMU: vector.extract %{{.*}}[%[[SRC]]] : f32 from vector<32xf32>
 func.func @partial(%q: tensor<64xf32>, %k: tensor<64x32xf32>, %v: tensor<64x32xf32>, %pos: index,
                    %b: index, %e: index) -> tensor<?x68xf32> {

@@ -501,3 +501,12 @@ func.func @rmsnorm_result_type(%x: tensor<8xf32>, %w: tensor<8xf32>) {
   %y = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<8xf32>, tensor<8xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// A tile of rows keeps the rows whole.
+func.func @rmsnorm_tile_partial_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: index, %e: index) {
+  // expected-error @+1 {{'quill.rmsnorm' op a tile's result must be elements of the vector or whole rows, got 'tensor<?x4xf32>'}}
+  %y = quill.rmsnorm %x, %w tile[%b, %e] {eps = 1.0e-05 : f32} : tensor<4x8xf32>, tensor<8xf32> -> tensor<?x4xf32>
+  return
+}
