@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Prepares .gpu-carry/ for scripts/gpu/check.sh on a GPU machine that has the
-# CUDA driver but no LLVM 22 (so no quill-compile): the runtime's binaries and
-# libtbb, stories260K compiled for CUDA and for any x86-64-v3 (AVX2) CPU (the golden
-# and logit tests), and the 110m and 1b shapes compiled for CUDA from
-# synthetic weights that repeat every 4096 values (the speed of a step does
-# not depend on the values; such artifacts compress to about 10 MB), xz
-# compressed twice (110m also with --no-warp-reductions). Run after scripts/build.sh; the folder stays under 60 MiB so
-# the device tool can carry it (carry: [".gpu-carry"]).
+# CUDA driver but no LLVM 22 (so no quill-compile):
+#   - the runtime's binaries and libtbb;
+#   - stories260K, and a small model of 110m's warp shapes, compiled for CUDA
+#     and for any x86-64-v3 (AVX2) CPU (the golden and logit tests);
+#   - the 110m and 1b shapes compiled for CUDA (110m also with
+#     --no-warp-reductions) from synthetic weights that repeat every 4096
+#     values (a step's speed does not depend on the values; such artifacts
+#     compress to about 10 MB), xz compressed twice.
+# Run after scripts/build.sh; the folder stays under 60 MiB so the device tool
+# can carry it (carry: [".gpu-carry"]).
 set -euo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 bin=build/bin
@@ -30,6 +33,16 @@ stories=$shared/models/stories260K
 "$bin/quill-compile" "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" \
   --cpu x86-64-v3 -o "$carry/artifacts/stories260K-cpu.qm"
 cp "$stories/expected-greedy-200.txt" "$carry/artifacts/"
+
+# The warp-shape check (CudaOnGpu.WarpShapesMatchTheCpu): heads of 64, widths
+# that are multiples of 128, peaked attention, for CUDA and the CPU.
+"$bin/quill-synth" --dim 128 --hidden 384 --layers 2 --heads 2 --kv-heads 1 --vocab 512 \
+  --seq-len 256 --separate-classifier --query-key-gain 3 -o "$work/gpu-warp.bin" \
+  --tokenizer-out "$work/gpu-warp-tok.bin" > /dev/null
+"$bin/quill-compile" "$work/gpu-warp.bin" --tokenizer "$work/gpu-warp-tok.bin" --target=cuda \
+  -o "$carry/artifacts/gpu-warp-cuda.qm"
+"$bin/quill-compile" "$work/gpu-warp.bin" --tokenizer "$work/gpu-warp-tok.bin" \
+  --cpu x86-64-v3 --batch-rows 0 -o "$carry/artifacts/gpu-warp-cpu.qm"
 
 # name, shape, extra quill-compile flags: 110m also as a thread per matvec
 # row (--no-warp-reductions), for the A/B comparison.

@@ -176,6 +176,10 @@ TEST(BadInput, QuillSynthRejectsImpossibleShapesAndPeriods) {
   std::string synth = quote(tool("quill-synth")) + " -o " + quote(tempDir() + "/s.bin") + " ";
   expectCleanFailure(run(synth + "--shape 110m --period 0"), "--period expects a positive integer");
   expectCleanFailure(run(synth + "--shape 110m --period x"), "--period expects a positive integer");
+  expectCleanFailure(run(synth + "--shape tiny --query-key-gain 0"),
+                     "--query-key-gain expects a number from 0.25 to 16");
+  expectCleanFailure(run(synth + "--shape tiny --query-key-gain 3x"),
+                     "--query-key-gain expects a number from 0.25 to 16");
   expectCleanFailure(run(synth + "--shape 7b"), "unknown shape '7b'");
   expectCleanFailure(run(synth + "--shape tiny --heads 0"), "--heads expects a positive integer");
 }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace quill::test {
 namespace {
@@ -299,17 +300,13 @@ TEST(CudaOnGpu, Greedy200TokensFromBosMatchLlama2c) {
   EXPECT_EQ(r.out, readFile(expected) + "\n");
 }
 
-TEST(CudaOnGpu, LogitsOfEveryStepMatchTheCpu) {
-  // Tolerance: 1e-3 absolute on logits of magnitude ~10; the GPU's fast
-  // exp/rsqrt approximations and reduction order differ from the CPU's.
-  REQUIRE_GPU();
-  std::string gpuPath = storiesCudaArtifact();
-  if (gpuPath.empty())
-    GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string cpuPath = carried("stories260K-cpu.qm");
-  if (cpuPath.empty())
-    cpuPath = compileArtifact(sharedModel("stories260K/stories260K.bin"),
-                              sharedModel("stories260K/tok512.bin"), "stories-cpu");
+/// The CPU and GPU artifacts of one model run side by side: `prefillChunks`
+/// chunks of a fixed token sequence (BOS first), then `steps` greedy decode
+/// steps; every logit of every step within 1e-3 of the CPU's (absolute, on
+/// logits of magnitude ~10: the GPU's fast exp/rsqrt approximations and
+/// reduction orders differ from the CPU's). Graphs replay every step.
+void expectGpuMatchesCpu(const std::string &gpuPath, const std::string &cpuPath,
+                         int prefillChunks, int steps) {
   LoadedArtifact cpu = load(cpuPath, 1);
   ASSERT_TRUE(cpu.device);
   auto gpuArtifact = Artifact::open(gpuPath);
@@ -317,20 +314,104 @@ TEST(CudaOnGpu, LogitsOfEveryStepMatchTheCpu) {
   auto gpu = CudaDevice::create(*gpuArtifact);
   ASSERT_TRUE(gpu.isOk()) << gpu.message();
   const int32_t vocab = cpu.artifact->config().vocabSize;
-  int32_t token = 1;
   float worst = 0;
-  for (int32_t pos = 0; pos < 64; ++pos) {
-    cpu.device->step(token, pos);
-    (*gpu)->step(token, pos);
+  // False (after reporting) at the first step that differs: later ones would too.
+  auto matches = [&](const std::string &where) {
+    if (!(*gpu)->error().isOk()) {
+      ADD_FAILURE() << where << ": " << (*gpu)->error().message();
+      return false;
+    }
     const float *a = cpu.device->logits(), *b = (*gpu)->logits();
     for (int32_t i = 0; i < vocab; ++i) {
-      ASSERT_TRUE(std::isfinite(b[i])) << "position " << pos << ", logit " << i;
+      if (!std::isfinite(b[i])) {
+        ADD_FAILURE() << where << ", logit " << i << " is " << b[i];
+        return false;
+      }
       worst = std::max(worst, std::fabs(a[i] - b[i]));
     }
-    ASSERT_LE(worst, 1e-3f) << "position " << pos;
+    if (worst > 1e-3f) {
+      ADD_FAILURE() << where << ": a logit differs by " << worst << " (over 1e-3)";
+      return false;
+    }
+    return true;
+  };
+  int32_t pos = 0;
+  const int32_t chunk = (*gpu)->prefillChunk();
+  if (prefillChunks > 0) {
+    ASSERT_GT(chunk, 0) << "the GPU artifact has no prefill step";
+    ASSERT_EQ(cpu.device->prefillChunk(), chunk);
+  }
+  std::vector<int32_t> tokens;
+  uint64_t state = 4242;
+  for (int32_t i = 0; i < prefillChunks * chunk; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    tokens.push_back(i == 0 ? 1 : int32_t((state >> 33) % uint64_t(vocab)));
+  }
+  for (int c = 0; c < prefillChunks; ++c, pos += chunk) {
+    cpu.device->prefill(tokens.data() + pos, pos);
+    (*gpu)->prefill(tokens.data() + pos, pos);
+    if (!matches("prefill chunk ending at " + std::to_string(pos + chunk - 1)))
+      return;
+  }
+  int32_t token = 1;
+  if (pos > 0) {
+    const float *a = cpu.device->logits();
+    token = static_cast<int32_t>(std::max_element(a, a + vocab) - a);
+  }
+  for (int32_t end = pos + steps; pos < end; ++pos) {
+    cpu.device->step(token, pos);
+    (*gpu)->step(token, pos);
+    if (!matches("position " + std::to_string(pos)))
+      return;
+    const float *a = cpu.device->logits();
     token = static_cast<int32_t>(std::max_element(a, a + vocab) - a);
   }
   ::testing::Test::RecordProperty("worst_abs_logit_difference", std::to_string(worst));
+}
+
+/// stories260K for the CPU: carried (compiled for any x86-64-v3 CPU) or
+/// compiled here.
+std::string storiesCpuArtifact() {
+  if (std::string c = carried("stories260K-cpu.qm"); !c.empty())
+    return c;
+  return compileArtifact(sharedModel("stories260K/stories260K.bin"),
+                         sharedModel("stories260K/tok512.bin"), "stories-cpu");
+}
+
+TEST(CudaOnGpu, LogitsOfEveryStepMatchTheCpu) {
+  REQUIRE_GPU();
+  std::string gpuPath = storiesCudaArtifact();
+  if (gpuPath.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  expectGpuMatchesCpu(gpuPath, storiesCpuArtifact(), /*prefillChunks=*/0, /*steps=*/64);
+}
+
+TEST(CudaOnGpu, PrefillThenDecodeMatchTheCpu) {
+  // Two prefill chunks (a warp per query row, rows of rope, cache writes and
+  // embeddings), then decode past them.
+  REQUIRE_GPU();
+  std::string gpuPath = storiesCudaArtifact();
+  if (gpuPath.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  expectGpuMatchesCpu(gpuPath, storiesCpuArtifact(), /*prefillChunks=*/2, /*steps=*/64);
+}
+
+TEST(CudaOnGpu, WarpShapesMatchTheCpu) {
+  // Heads of 64 (flash-decoding's partial attention a warp per chunk), two
+  // query heads per kv head, widths that are multiples of 128, and peaked
+  // attention: the shapes of 110m and 1b in a small model. Carried as gpu-warp-{cuda,cpu}.qm (see
+  // scripts/gpu/prepare.sh), or compiled here.
+  REQUIRE_GPU();
+  std::string gpuPath = carried("gpu-warp-cuda.qm"), cpuPath = carried("gpu-warp-cpu.qm");
+  if (gpuPath.empty()) {
+    ModelConfig c;
+    c.dim = 128, c.hiddenDim = 384, c.nLayers = 2, c.nHeads = 2, c.nKvHeads = 1;
+    c.vocabSize = 512, c.seqLen = 256, c.sharedClassifier = false;
+    std::string model = synthesizeModel(c, "gpu-warp", 0, 7, /*queryKeyGain=*/3.0f);
+    gpuPath = compileArtifact(model, syntheticTokenizer(512), "gpu-warp-cuda", "--target=cuda");
+    cpuPath = compileArtifact(model, syntheticTokenizer(512), "gpu-warp-cpu", "--batch-rows 0");
+  }
+  expectGpuMatchesCpu(gpuPath, cpuPath, /*prefillChunks=*/2, /*steps=*/64);
 }
 
 } // namespace

@@ -18,12 +18,14 @@ const char *const kUsage =
     "--layers N --heads N --kv-heads N --vocab N --seq-len N) -o FILE\n"
     "                   [--format legacy|v1] [--seed N] "
     "[--separate-classifier]\n"
-    "                   [--tokenizer-out FILE] [--period N]\n"
+    "                   [--tokenizer-out FILE] [--period N] [--query-key-gain G]\n"
     "  With --shape, the custom flags override single fields of that shape.\n"
     "  --tokenizer-out also writes a matching byte-fallback tokenizer.bin.\n"
     "  --period N repeats each tensor's values every N elements: the same value\n"
     "  distribution in a file (and artifact) that compresses to almost nothing,\n"
-    "  to carry large shapes to a benchmark machine.\n";
+    "  to carry large shapes to a benchmark machine.\n"
+    "  --query-key-gain G (0.25 to 16) widens wq and wk G times: attention\n"
+    "  scores G^2 larger, so a few positions dominate, as in trained models.\n";
 
 /// Prints one line on stderr and returns the exit code for bad usage.
 int fail(const std::string &message) {
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
   std::string shapeName, output, tokenizerOut, format = "legacy";
   uint64_t seed = 0;
   int64_t period = 0;
+  float queryKeyGain = 1.0f;
   bool separateClassifier = false;
   // Custom fields, in ModelConfig order; unset ones come from --shape.
   const char *const kFieldFlags[7] = {"--dim",    "--hidden",   "--layers",
@@ -90,6 +93,13 @@ int main(int argc, char **argv) {
       if (!v)
         return fail("--period expects a positive integer, got '" + std::string(value) + "'");
       period = *v;
+    } else if (flag == "--query-key-gain") {
+      char *end = nullptr;
+      double g = std::strtod(value, &end);
+      if (!end || *end || !(g >= 0.25 && g <= 16))
+        return fail("--query-key-gain expects a number from 0.25 to 16, got '" +
+                    std::string(value) + "'");
+      queryKeyGain = float(g);
     } else {
       int field = -1;
       for (int f = 0; f < 7; ++f)
@@ -131,7 +141,7 @@ int main(int argc, char **argv) {
     if (Status s = writeSyntheticTokenizer(tokenizerOut, config.vocabSize); !s)
       return fail(s.message());
   if (Status s =
-          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed, period);
+          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed, period, queryKeyGain);
       !s)
     return fail(s.message());
   std::printf("wrote %s: %s, dim %d hidden %d layers %d heads %d kv-heads %d "
