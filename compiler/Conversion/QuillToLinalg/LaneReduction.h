@@ -1,6 +1,10 @@
-// Reductions over a vector's width shared by the 32 lanes of a GPU warp:
-// lane l sums the elements l, l + 32, l + 64, ... (so a warp's loads are
-// 128 contiguous bytes), then the lanes' partial sums meet in a butterfly.
+// Work shared by the 32 lanes of a GPU warp (a warp per unit of work):
+// lane l takes elements l, l + 32, l + 64, ... (so a warp's loads are 128
+// contiguous bytes), then the lanes' partial results meet in a butterfly.
+// The building blocks (laneSum, warpCombine) and the kernels built from
+// them: matrix-vector products and RMS scales (LaneMatVec.cpp), attention
+// (LaneAttention.cpp). Each has an Emulate mode that computes the same
+// values in the same order on one CPU thread, for tests without a GPU.
 #pragma once
 
 #include "mlir/IR/Builders.h"
@@ -48,10 +52,6 @@ void markWarpKernel(Operation *op);
 /// The attribute that marks such kernels (quill-wrap-gpu-kernels reads it).
 constexpr const char *kWarpLanesAttr = "quill.warp_lanes";
 
-} // namespace mlir::quill
-
-namespace mlir::quill {
-
 /// W[firstRow : firstRow + rows] @ x into `init` ([rows]), each row a
 /// laneSum.
 Value laneMatVecRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Value input,
@@ -65,10 +65,6 @@ Value laneMatMulRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Va
 /// buildRmsScales with each row's sum of squares a laneSum.
 Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps);
 
-} // namespace mlir::quill
-
-namespace mlir::quill {
-
 /// Units [first, last) of `partial` (kv head k, chunk c) into `init`
 /// ([last - first, group * (head_dim + 2)]), a warp per unit: lane l scores
 /// the chunk's positions l, l + 32, ...; max and sum of exp meet in
@@ -77,10 +73,6 @@ namespace mlir::quill {
 /// every lane holds (and stores) all of it. Needs chunk % 32 == 0.
 Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation *partial,
                            Value first, Value last, Value init);
-
-} // namespace mlir::quill
-
-namespace mlir::quill {
 
 /// Query rows [first, last) of a prefill's attention (`op`, a
 /// quill.attention over [T, width] queries) into `init` ([last - first,
