@@ -6,6 +6,7 @@
 // values, rescaled by exp(its max - the max), in butterflies too.
 // RUN: quill-opt %s --quill-lower-to-linalg="lane-reductions=gpu" --canonicalize --cse | FileCheck %s --check-prefix=GPU
 // RUN: quill-opt %s --quill-lower-to-linalg="lane-reductions=emulate" --canonicalize --cse | FileCheck %s --check-prefix=EMU
+// RUN: quill-opt %s --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=NONE
 
 // GPU-LABEL: func.func @rows
 // GPU-SAME: (%[[Q:[^:]+]]: tensor<4x8xf32>, %[[K:[^:]+]]: tensor<32x4xf32>, %[[V:[^:]+]]: tensor<32x4xf32>, %[[POS:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
@@ -44,6 +45,12 @@
 // EMU: math.exp
 // EMU: arith.mulf %{{.*}} : vector<32xf32>
 // EMU-COUNT-5: vector.shuffle
+// Must not fire without lane reductions (the CPU): one thread per row.
+// NONE-LABEL: func.func @rows
+// NONE-NOT: quill.warp_lanes
+// NONE-NOT: gpu.
+// NONE-NOT: vector<32xf32>
+// NONE: linalg.generic
 func.func @rows(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index,
                 %b: index, %e: index) -> tensor<?x8xf32> {
   %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 2 : i64, num_kv_heads = 1 : i64, tile_rows}

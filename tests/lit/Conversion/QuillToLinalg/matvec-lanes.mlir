@@ -5,6 +5,7 @@
 // the same order for one CPU thread.
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg="lane-reductions=gpu" | FileCheck %s --check-prefix=GPU --enable-var-scope
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg="lane-reductions=emulate" | FileCheck %s --check-prefix=EMU --enable-var-scope
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --check-prefix=NONE
 // RUN: not quill-opt %s -split-input-file --quill-lower-to-linalg="lane-reductions=warp" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: quill-lower-to-linalg: lane-reductions must be none, gpu or emulate, not 'warp'
 
@@ -59,6 +60,11 @@
 // EMU: %[[ALL:.*]] = arith.addf {{.*}} : vector<32xf32>
 // EMU: %[[SUM:.*]] = vector.extract %[[ALL]][0] : f32 from vector<32xf32>
 // EMU: tensor.insert %[[SUM]]
+// Must not fire without lane reductions (the CPU's schedules).
+// NONE-LABEL: func.func @linear_tiled
+// NONE-NOT: quill.warp_lanes
+// NONE-NOT: gpu.
+// NONE: vector.fma
 func.func @linear_tiled(%x: tensor<256xf32>, %w: tensor<64x256xf32>, %b: index, %e: index) -> tensor<?xf32> {
   %y = quill.linear %x, %w tile [%b, %e] : tensor<256xf32>, tensor<64x256xf32> -> tensor<?xf32>
   return %y : tensor<?xf32>
