@@ -224,6 +224,17 @@ TEST(LogitsParity, PeakedAttentionOnTheCpuAndEmulated) {
   expectEmulatedParity(c, "peaked-emulated", 160, 3.0f, /*prefillChunk=*/48);
 }
 
+TEST(LogitsParity, EmulatedCudaKernelsThreadPerUnit) {
+  // --no-warp-reductions: every GPU unit on one thread (the A/B baseline),
+  // prefill attention's units (query row, kv head) included.
+  ModelConfig c = shape(256, 640, 2, 4, 2, 512, 256, false);
+  std::string model = synthesizeModel(c, "emulated-threads", 0, 7, 3.0f);
+  expectParity(model, syntheticTokenizer(512), "emulated-threads", 160, 2,
+               "--emulate-cuda-kernels --no-warp-reductions");
+  expectPrefillParity(model, syntheticTokenizer(512), "emulated-threads-prefill", 2,
+                      "--emulate-cuda-kernels --no-warp-reductions --prefill-chunk 48");
+}
+
 TEST(LogitsParity, EmulatedCudaKernelsWarpWidths) {
   // Widths that are multiples of 128 (256, 640): each lane of the warp-shared
   // reductions keeps four interleaved partial sums, the path 110m and 1b take.

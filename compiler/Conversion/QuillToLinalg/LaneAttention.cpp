@@ -381,26 +381,30 @@ Value laneAttentionRows(OpBuilder &b, Location loc, LaneMode mode, Operation *op
   h.values = attention.getValues();
   h.headDim = headDim;
   h.root = f32Constant(b, loc, std::sqrt(float(headDim)));
-  auto rows = scf::ForOp::create(
+  auto units = scf::ForOp::create(
       b, loc, first, last, index(b, loc, 1), ValueRange{init},
-      [&](OpBuilder &rb, Location rl, Value row, ValueRange rowOut) {
-        h.row = row;
+      [&](OpBuilder &rb, Location rl, Value unit, ValueRange unitOut) {
+        // Unit u: query row u / kv heads, kv head u mod kv heads.
+        h.row = arith::DivUIOp::create(rb, rl, unit, index(rb, rl, kvHeads));
+        Value kvHead = arith::RemUIOp::create(rb, rl, unit, index(rb, rl, kvHeads));
+        h.kvBase = arith::MulIOp::create(rb, rl, kvHead, index(rb, rl, headDim));
         // Row t is at position pos + t and sees positions 0 .. pos + t.
         h.n = arith::AddIOp::create(
-            rb, rl, arith::AddIOp::create(rb, rl, attention.getPos(), row), index(rb, rl, 1));
-        Value at = arith::SubIOp::create(rb, rl, row, first);
+            rb, rl, arith::AddIOp::create(rb, rl, attention.getPos(), h.row), index(rb, rl, 1));
+        Value at = arith::SubIOp::create(rb, rl, unit, first);
+        Value firstHead = arith::MulIOp::create(rb, rl, kvHead, index(rb, rl, group));
         auto queryHeads = scf::ForOp::create(
-            rb, rl, index(rb, rl, 0), index(rb, rl, heads), index(rb, rl, 1),
-            ValueRange{rowOut[0]}, [&](OpBuilder &hb, Location hl, Value head, ValueRange out) {
+            rb, rl, index(rb, rl, 0), index(rb, rl, group), index(rb, rl, 1),
+            ValueRange{unitOut[0]}, [&](OpBuilder &hb, Location hl, Value g, ValueRange out) {
+              Value head = arith::AddIOp::create(hb, hl, firstHead, g);
               h.qBase = arith::MulIOp::create(hb, hl, head, index(hb, hl, headDim));
-              Value kvHead = arith::DivUIOp::create(hb, hl, head, index(hb, hl, group));
-              h.kvBase = arith::MulIOp::create(hb, hl, kvHead, index(hb, hl, headDim));
+              Value column = arith::MulIOp::create(hb, hl, g, index(hb, hl, headDim));
               scf::YieldOp::create(hb, hl,
-                                   ValueRange{mergeLanes(hb, hl, mode, h, out[0], at, h.qBase)});
+                                   ValueRange{mergeLanes(hb, hl, mode, h, out[0], at, column)});
             });
         scf::YieldOp::create(rb, rl, ValueRange{queryHeads.getResult(0)});
       });
-  return rows.getResult(0);
+  return units.getResult(0);
 }
 
 } // namespace mlir::quill

@@ -74,9 +74,10 @@ Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, floa
 Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation *partial,
                            Value first, Value last, Value init);
 
-/// Query rows [first, last) of a prefill's attention (`op`, a
-/// quill.attention over [T, width] queries) into `init` ([last - first,
-/// width]), a warp per row, each query head in turn: lane l runs an online
+/// Units [first, last) of (query row, kv head) of a prefill's attention
+/// (`op`, a quill.attention over [T, width] queries, tile_rows) into `init`
+/// ([last - first, width / kv heads]), a warp per unit, each of the kv
+/// head's query heads in turn: lane l runs an online
 /// softmax over positions l, l + 32, ... up to the row's own (causal),
 /// keeping its maximum, sum and weighted values; the lanes' maxima meet in
 /// a butterfly, and each lane's sum and values, rescaled to it, in

@@ -79,14 +79,14 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   }
 
-  /// tile_rows with a warp per query row (LaneAttention.cpp).
+  /// tile_rows with a warp per (query row, kv head) (LaneAttention.cpp).
   LogicalResult lowerRowTileOverLanes(AttentionOp op, PatternRewriter &b) const {
     Location loc = op.getLoc();
-    const int64_t width = op.getQuery().getType().getDimSize(1);
+    const int64_t rowWidth = op.getQuery().getType().getDimSize(1) / op.getNumKvHeads();
     Value first = op.getTile()[0], last = op.getTile()[1];
-    Value rows = arith::SubIOp::create(b, loc, last, first);
+    Value units = arith::SubIOp::create(b, loc, last, first);
     Value init = tensor::EmptyOp::create(
-        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(width)}, b.getF32Type());
+        b, loc, ArrayRef<OpFoldResult>{units, b.getIndexAttr(rowWidth)}, b.getF32Type());
     Value result = laneAttentionRows(b, loc, lanes, op, first, last, init);
     if (lanes == LaneMode::Gpu)
       markWarpKernel(op);
@@ -94,8 +94,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     return success();
   }
 
-  /// tile_rows: query rows [b, e), each over every kv head in turn (one
-  /// head's temporaries at a time: a GPU thread's local memory stays small).
+  /// tile_rows: units [b, e) of (query row, kv head), one after another.
   static LogicalResult lowerRowTile(AttentionOp op, PatternRewriter &b) {
     Location loc = op.getLoc();
     auto queryType = op.getQuery().getType();
@@ -103,31 +102,26 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t rowWidth = width / kvHeads;
     Value first = op.getTile()[0];
-    Value rows = arith::SubIOp::create(b, loc, op.getTile()[1], first);
+    Value units = arith::SubIOp::create(b, loc, op.getTile()[1], first);
     Value init = tensor::EmptyOp::create(
-        b, loc, ArrayRef<OpFoldResult>{rows, b.getIndexAttr(width)}, b.getF32Type());
+        b, loc, ArrayRef<OpFoldResult>{units, b.getIndexAttr(rowWidth)}, b.getF32Type());
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value heads = arith::ConstantIndexOp::create(b, loc, kvHeads);
     auto rowLoop = scf::ForOp::create(
-        b, loc, zero, rows, one, ValueRange{init},
-        [&](OpBuilder &rb, Location rl, Value i, ValueRange rowCarried) {
-          Value t = arith::AddIOp::create(rb, rl, first, i);
+        b, loc, zero, units, one, ValueRange{init},
+        [&](OpBuilder &rb, Location rl, Value i, ValueRange carried) {
+          Value unit = arith::AddIOp::create(rb, rl, first, i);
+          Value t = arith::DivUIOp::create(rb, rl, unit, heads);
+          Value k = arith::RemUIOp::create(rb, rl, unit, heads);
           Value query = queryRow(rb, rl, op, t);
           Value position = arith::AddIOp::create(rb, rl, op.getPos(), t);
-          auto headLoop = scf::ForOp::create(
-              rb, rl, zero, arith::ConstantIndexOp::create(rb, rl, kvHeads), one,
-              ValueRange{rowCarried[0]},
-              [&](OpBuilder &hb, Location hl, Value k, ValueRange carried) {
-                Value flat = attendOne(hb, hl, op, query, position, k, hb.getIndexAttr(1));
-                Value column =
-                    arith::MulIOp::create(hb, hl, k, arith::ConstantIndexOp::create(hb, hl, rowWidth));
-                Value out = tensor::InsertSliceOp::create(
-                    hb, hl, flat, carried[0], ArrayRef<OpFoldResult>{i, column},
-                    ArrayRef<OpFoldResult>{hb.getIndexAttr(1), hb.getIndexAttr(rowWidth)},
-                    ArrayRef<OpFoldResult>{hb.getIndexAttr(1), hb.getIndexAttr(1)});
-                scf::YieldOp::create(hb, hl, ValueRange{out});
-              });
-          scf::YieldOp::create(rb, rl, ValueRange{headLoop.getResult(0)});
+          Value flat = attendOne(rb, rl, op, query, position, k, rb.getIndexAttr(1));
+          Value out = tensor::InsertSliceOp::create(
+              rb, rl, flat, carried[0], ArrayRef<OpFoldResult>{i, rb.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{rb.getIndexAttr(1), rb.getIndexAttr(rowWidth)},
+              ArrayRef<OpFoldResult>{rb.getIndexAttr(1), rb.getIndexAttr(1)});
+          scf::YieldOp::create(rb, rl, ValueRange{out});
         });
     b.replaceOp(op, castTo(b, loc, rowLoop.getResult(0), op.getType()));
     return success();

@@ -304,13 +304,15 @@ LogicalResult AttentionOp::verify() {
            << dimOf(getKeys(), 1) << " elements but " << kvHeads
            << " kv heads of " << headDim << " need " << headDim * kvHeads;
   if (getTileRows()) {
-    // Rows [b, e) of a [T, width] query, every head: the result is those rows.
+    // Units [b, e) of (query row, kv head): each a row of the result, the
+    // query heads of one kv head.
     auto result = cast<RankedTensorType>(getResult().getType());
     if (!isTiled() || getQuery().getType().getRank() != 2 || result.getRank() != 2)
       return emitOpError("tile_rows needs a tile and a [T, width] query");
-    if (mismatch(result.getDimSize(1), width))
-      return emitOpError("result rows have ") << result.getDimSize(1)
-                                              << " elements but the query's have " << width;
+    if (mismatch(result.getDimSize(1), width / kvHeads))
+      return emitOpError("result rows have ")
+             << result.getDimSize(1) << " elements but a kv head's query heads have "
+             << width / kvHeads;
     return success();
   }
   if (failed(verifySameRows(*this, getQuery(), getResult())))

@@ -338,8 +338,10 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
     softmax, and the weighted sum of cached values. Inside a kernel,
     `tile [%b, %e]` restricts the op to kv heads `[b, e)`: the query heads
     that share them, and those rows of the result; with `tile_rows` (a
-    [T, width] query) it restricts it to query rows `[b, e)` instead, every
-    head of them (the GPU's tiling: more units than kv heads).
+    [T, width] query) it restricts it to units `[b, e)` of (query row, kv
+    head) instead, unit u being row u / num_kv_heads and the query heads of
+    kv head u mod num_kv_heads: row u - b of the [e - b, width /
+    num_kv_heads] result (the GPU's tiling: many more units than kv heads).
 
     ```mlir
     %o = quill.attention %q, %k, %v at %pos {num_heads = 8 : i64, num_kv_heads = 4 : i64}

@@ -50,6 +50,9 @@ struct Tiling {
   int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
   bool leading = false; ///< Units are rows of the result, not columns.
   bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
+  /// > 1: the [T, width] result is tiled as [T * splitRows, width /
+  /// splitRows] (units are parts of rows, contiguous in memory).
+  int64_t splitRows = 1;
 };
 
 Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool rowUnits) {
@@ -106,10 +109,12 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain, bool attentionRows, bool row
     tiling.liveRows = true;
   } else if (auto attention = dyn_cast<AttentionOp>(op);
              attention && attentionRows && attention.getQuery().getType().getRank() == 2) {
-    // One unit per query row, all heads (tile_rows).
-    tiling.work = attention.getQuery().getType().getDimSize(0);
+    // One unit per (query row, kv head) (tile_rows): row u / kv heads, the
+    // query heads of kv head u mod kv heads.
+    tiling.work = attention.getQuery().getType().getDimSize(0) * attention.getNumKvHeads();
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
+    tiling.splitRows = attention.getNumKvHeads();
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
     tiling.work = attention.getNumKvHeads();
@@ -355,6 +360,18 @@ func::FuncOp OutlineKernelsPass::buildKernel(Operation *op, StringRef name,
   // to (bufferization can then build temporaries in place inside it).
   Value destination = inPlace ? Value() : entry->getArgument(argIndex);
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (tiling.splitRows > 1 && !inPlace) {
+    // [T, width] viewed as [T * s, width / s]: a unit's part of a row is a
+    // row of the view.
+    const int64_t rows = resultType.getDimSize(0), width = resultType.getDimSize(1);
+    const int64_t s = tiling.splitRows;
+    auto split = MemRefType::get({rows, s, width / s}, b.getF32Type());
+    Value expanded = memref::ExpandShapeOp::create(
+        b, loc, split, destination, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    destination = memref::CollapseShapeOp::create(
+        b, loc, expanded, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    resultType = RankedTensorType::get({rows * s, width / s}, b.getF32Type());
+  }
   unsigned tiledDim = tiling.leading ? 0 : resultType.getRank() - 1;
   if (tiling.rowsPerUnit > 0 && !inPlace) {
     // The kernel computes output columns [begin, end) * rowsPerUnit only

@@ -192,9 +192,9 @@ def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
     Option<"matvecGrain", "matvec-grain", "int64_t", /*default=*/"16",
            "Output rows per work chunk of linear and logits kernels">,
     Option<"attentionRows", "attention-rows", "bool", /*default=*/"false",
-           "Attention over T query rows (prefill) takes query rows as its units "
-           "(tile_rows) instead of kv heads: the GPU's tiling, where a unit is one "
-           "thread and kv heads are few">,
+           "Attention over T query rows (prefill) takes (query row, kv head) pairs "
+           "as its units (tile_rows) instead of kv heads: the GPU's tiling, where a "
+           "unit is one thread or warp and kv heads are few">,
     Option<"rowUnits", "row-units", "bool", /*default=*/"false",
            "Ops the CPU runs as one unit get units the GPU can spread over threads: "
            "a prefill's rope, kv_write and embeddings one per token row, "

@@ -1,7 +1,8 @@
 // quill-lower-to-linalg{lane-reductions=...} on a prefill's attention tiled
-// by query rows (tile_rows, the GPU's units): a warp per row, each query
-// head in turn. Lane l runs an online softmax over positions l, l + 32, ...
-// up to the row's own (pos + t, causal), keeping its maximum, sum and
+// by (query row, kv head) units (tile_rows, the GPU's units): a warp per
+// unit, each of the kv head's query heads in turn (one kv head here, so a
+// unit is a row). Lane l runs an online softmax over positions l, l + 32,
+// ... up to the row's own (pos + t, causal), keeping its maximum, sum and
 // weighted values; the maxima meet in a butterfly, then each lane's sum and
 // values, rescaled by exp(its max - the max), in butterflies too.
 // RUN: quill-opt %s --quill-lower-to-linalg="lane-reductions=gpu" --canonicalize --cse | FileCheck %s --check-prefix=GPU

@@ -91,20 +91,32 @@ func.func @matmul_panels(%x: tensor<8x2048xf32>, %w: tensor<8x2048xf32>) -> tens
 
 // -----
 
-// tile_rows (the GPU's tiling): query rows [b, e), each row over every kv
-// head in turn, one head's scores at a time; row i of the result is query
-// row b + i at position pos + b + i.
+// tile_rows (the GPU's tiling): units [b, e) of (query row, kv head); unit
+// u is query row u / 2 at position pos + u / 2, the query heads of kv head
+// u mod 2, into row u - b of the [e - b, 4] result.
 // CHECK-LABEL: func.func @attention_row_tile
 // CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
 // CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
 // CHECK: scf.for %[[I:.*]] = %c0 to %[[N]] step %c1
-// CHECK: %[[T:.*]] = arith.addi %[[B]], %[[I]]
+// CHECK: %[[U:.*]] = arith.addi %[[B]], %[[I]]
+// CHECK: %[[T:.*]] = arith.divui %[[U]], %c2
+// CHECK: %[[K:.*]] = arith.remui %[[U]], %c2
 // CHECK: arith.addi %[[POS]], %[[T]]
-// CHECK: scf.for %[[K:.*]] = %c0 to %c2 step %c1
 // CHECK: math.exp
-// CHECK: tensor.insert_slice {{.*}}[%[[I]], %{{.*}}] [1, 4] [1, 1]
+// CHECK: tensor.insert_slice {{.*}}[%[[I]], 0] [1, 4] [1, 1]
 func.func @attention_row_tile(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
-                              %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
+                              %pos: index, %b: index, %e: index) -> tensor<?x4xf32> {
+  %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}
+
+// -----
+
+// A tile_rows result row is one kv head's query heads (4 here), not a row.
+func.func @attention_row_tile_width(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                                    %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
+  // expected-error @+1 {{result rows have 8 elements but a kv head's query heads have 4}}
   %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
       : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
