@@ -172,8 +172,8 @@ Status CudaDevice::makeCurrent() const {
 }
 
 Status CudaDevice::launchAll(const std::vector<Launch> &launches, int32_t token) {
-  std::vector<uint64_t> values;
-  std::vector<void *> params;
+  std::vector<uint64_t> &values = launchValues_;
+  std::vector<void *> &params = launchParams_;
   for (const Launch &launch : launches) {
     const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
     if (work <= 0)
@@ -189,18 +189,18 @@ Status CudaDevice::launchAll(const std::vector<Launch> &launches, int32_t token)
     const size_t timed = timed_.size();
     if (profile_) {
       if (Status s = driver_.check(driver_.eventRecord(events_[2 * timed], stream_),
-                                   "timing kernel " + *launch.name);
+                                   "timing kernel ", launch.name);
           !s)
         return s;
     }
     if (Status s = driver_.check(driver_.launchKernel(launch.function, blocks, 1, 1, launch.block,
                                                       1, 1, 0, stream_, params.data(), nullptr),
-                                 "launching kernel " + *launch.name);
+                                 "launching kernel ", launch.name);
         !s)
       return s;
     if (profile_) {
       if (Status s = driver_.check(driver_.eventRecord(events_[2 * timed + 1], stream_),
-                                   "timing kernel " + *launch.name);
+                                   "timing kernel ", launch.name);
           !s)
         return s;
       timed_.push_back(&launch);
@@ -257,9 +257,7 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
   if (s && replay && !graph)
     s = capture(launches, graph);
   if (s)
-    s = replay ? driver_.check(driver_.graphLaunch(graph, stream_),
-                               "launching the step's CUDA graph of " +
-                                   std::to_string(launches.size()) + " kernels")
+    s = replay ? driver_.check(driver_.graphLaunch(graph, stream_), "launching the step's CUDA graph")
                : launchAll(launches, token);
   // A fault in any kernel of the step surfaces here.
   if (s)
@@ -270,7 +268,7 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
   for (size_t i = 0; s && i < timed_.size(); ++i) {
     float ms = 0;
     s = driver_.check(driver_.eventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]),
-                      "timing kernel " + *timed_[i]->name);
+                      "timing kernel ", timed_[i]->name);
     if (s)
       profile_->add(*timed_[i]->name, ms / 1e3, timed_[i]->bytes);
   }

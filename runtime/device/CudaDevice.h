@@ -97,6 +97,9 @@ private:
   std::unique_ptr<KernelProfile> profile_; ///< Null unless profiling.
   std::vector<void *> events_;             ///< Profiling: a start and end per launch.
   std::vector<const Launch *> timed_;      ///< Profiling: the launches of this step, in order.
+  /// Kernel parameter values and their addresses, reused by every launch.
+  std::vector<uint64_t> launchValues_;
+  std::vector<void *> launchParams_;
   std::vector<Launch> launches_, prefillLaunches_;
   CudaDriver::DevicePtr stepLogits_ = 0, prefillLogits_ = 0;
   std::vector<float> logits_;

@@ -64,6 +64,11 @@ struct CudaDriver {
   static ErrorOr<CudaDriver> load();
   /// "what: the driver's message" for a failed call, ok for 0.
   Status check(Result result, const std::string &what) const;
+  /// The same, building no string unless the call failed (for the calls of
+  /// every step); `name`, when given, follows `what` in the message.
+  Status check(Result result, const char *what, const std::string *name = nullptr) const {
+    return result == 0 ? Status::ok() : check(result, what + (name ? *name : std::string()));
+  }
 };
 
 } // namespace quill

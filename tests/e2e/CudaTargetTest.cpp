@@ -378,22 +378,24 @@ std::string storiesCpuArtifact() {
                          sharedModel("stories260K/tok512.bin"), "stories-cpu");
 }
 
+/// stories260K on the GPU against the CPU (skips without a GPU or ../shared).
+#define EXPECT_STORIES_GPU_MATCHES_CPU(prefillChunks, steps)                                      \
+  do {                                                                                             \
+    REQUIRE_GPU();                                                                                 \
+    std::string gpuPath = storiesCudaArtifact();                                                   \
+    if (gpuPath.empty())                                                                           \
+      GTEST_SKIP() << "../shared/models/stories260K is absent";                                    \
+    expectGpuMatchesCpu(gpuPath, storiesCpuArtifact(), prefillChunks, steps);                      \
+  } while (0)
+
 TEST(CudaOnGpu, LogitsOfEveryStepMatchTheCpu) {
-  REQUIRE_GPU();
-  std::string gpuPath = storiesCudaArtifact();
-  if (gpuPath.empty())
-    GTEST_SKIP() << "../shared/models/stories260K is absent";
-  expectGpuMatchesCpu(gpuPath, storiesCpuArtifact(), /*prefillChunks=*/0, /*steps=*/64);
+  EXPECT_STORIES_GPU_MATCHES_CPU(/*prefillChunks=*/0, /*steps=*/64);
 }
 
 TEST(CudaOnGpu, PrefillThenDecodeMatchTheCpu) {
-  // Two prefill chunks (a warp per query row, rows of rope, cache writes and
-  // embeddings), then decode past them.
-  REQUIRE_GPU();
-  std::string gpuPath = storiesCudaArtifact();
-  if (gpuPath.empty())
-    GTEST_SKIP() << "../shared/models/stories260K is absent";
-  expectGpuMatchesCpu(gpuPath, storiesCpuArtifact(), /*prefillChunks=*/2, /*steps=*/64);
+  // Two prefill chunks (a warp per (query row, kv head), rows of rope, cache
+  // writes and embeddings), then decode past them.
+  EXPECT_STORIES_GPU_MATCHES_CPU(/*prefillChunks=*/2, /*steps=*/64);
 }
 
 TEST(CudaOnGpu, WarpShapesMatchTheCpu) {

@@ -99,4 +99,9 @@ Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, floa
                  [&](OpBuilder &nb, Location l, Value t) { return scaleOf(nb, l, ValueRange{t}); });
 }
 
+Value rmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps) {
+  return mode == LaneMode::None ? buildRmsScales(b, loc, input, eps)
+                                : laneRmsScales(b, loc, mode, input, eps);
+}
+
 } // namespace mlir::quill

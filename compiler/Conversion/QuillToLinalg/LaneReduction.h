@@ -65,6 +65,9 @@ Value laneMatMulRows(OpBuilder &b, Location loc, LaneMode mode, Value weight, Va
 /// buildRmsScales with each row's sum of squares a laneSum.
 Value laneRmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps);
 
+/// laneRmsScales, or buildRmsScales when `mode` is None.
+Value rmsScales(OpBuilder &b, Location loc, LaneMode mode, Value input, float eps);
+
 /// Units [first, last) of `partial` (kv head k, chunk c) into `init`
 /// ([last - first, group * (head_dim + 2)]), a warp per unit: lane l scores
 /// the chunk's positions l, l + 32, ...; max and sum of exp meet in

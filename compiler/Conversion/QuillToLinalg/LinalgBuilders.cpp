@@ -234,6 +234,14 @@ Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales) {
                       });
 }
 
+Value insertRow(OpBuilder &b, Location loc, Value row, Value into, OpFoldResult at,
+                OpFoldResult width) {
+  return tensor::InsertSliceOp::create(b, loc, row, into,
+                                       ArrayRef<OpFoldResult>{at, b.getIndexAttr(0)},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), width},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
 Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
   if (value.getType() == type)
     return value;

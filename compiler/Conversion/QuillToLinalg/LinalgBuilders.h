@@ -89,6 +89,10 @@ Value divideRows(OpBuilder &b, Location loc, Value out, Value sums);
 /// A constant f32.
 Value f32Constant(OpBuilder &b, Location loc, float value);
 
+/// `row` ([width]) into row `at` of the 2-D tensor `into`.
+Value insertRow(OpBuilder &b, Location loc, Value row, Value into, OpFoldResult at,
+                OpFoldResult width);
+
 /// `value` as the op's declared result type (a tensor.cast where they differ).
 Value castTo(OpBuilder &b, Location loc, Value value, Type type);
 

@@ -59,10 +59,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
           Value query = queryRow(nb, l, op, t);
           Value position = arith::AddIOp::create(nb, l, op.getPos(), t);
           Value flat = attendOne(nb, l, op, query, position, begin, units);
-          Value out = tensor::InsertSliceOp::create(
-              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), outWidth},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value out = insertRow(nb, l, flat, carried[0], t, outWidth);
           scf::YieldOp::create(nb, l, ValueRange{out});
         });
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
@@ -117,10 +114,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
           Value query = queryRow(rb, rl, op, t);
           Value position = arith::AddIOp::create(rb, rl, op.getPos(), t);
           Value flat = attendOne(rb, rl, op, query, position, k, rb.getIndexAttr(1));
-          Value out = tensor::InsertSliceOp::create(
-              rb, rl, flat, carried[0], ArrayRef<OpFoldResult>{i, rb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{rb.getIndexAttr(1), rb.getIndexAttr(rowWidth)},
-              ArrayRef<OpFoldResult>{rb.getIndexAttr(1), rb.getIndexAttr(1)});
+          Value out = insertRow(rb, rl, flat, carried[0], i, rb.getIndexAttr(rowWidth));
           scf::YieldOp::create(rb, rl, ValueRange{out});
         });
     b.replaceOp(op, castTo(b, loc, rowLoop.getResult(0), op.getType()));

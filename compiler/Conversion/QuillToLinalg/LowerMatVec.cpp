@@ -397,13 +397,6 @@ Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                                          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   }
 
-/// The folded RMSNorm's scales, warp-shared when `lanes` says so.
-Value rmsScales(OpBuilder &b, Location loc, Value input, float eps, LaneMode lanes) {
-  if (lanes != LaneMode::None)
-    return laneRmsScales(b, loc, lanes, input, eps);
-  return buildRmsScales(b, loc, input, eps);
-}
-
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
   LowerMatVec(MLIRContext *ctx, bool prefetch, LaneMode lanes)
       : OpRewritePattern<OpTy>(ctx), prefetch(prefetch), lanes(lanes) {}
@@ -462,7 +455,7 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     if (std::optional<APFloat> eps = op.getNormEps()) {
       // The folded RMSNorm: (W' x) times 1/rms(x), row by row. Every tile
       // recomputes the scale from the whole input (a small reduction).
-      Value scales = rmsScales(b, loc, op.getInput(), eps->convertToFloat(), lanes);
+      Value scales = rmsScales(b, loc, lanes, op.getInput(), eps->convertToFloat());
       result = scaleRows(b, loc, result, liveRows(scales, std::nullopt));
     }
     if (op.getSwiglu()) {
@@ -560,7 +553,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     Value raw = matVecRows(b, loc, weight, op.getInput(), first, count, width,
                            /*intermediate=*/true, lanes);
     if (std::optional<APFloat> eps = op.getNormEps())
-      raw = scaleRows(b, loc, raw, rmsScales(b, loc, op.getInput(), eps->convertToFloat(), lanes));
+      raw = scaleRows(b, loc, raw, rmsScales(b, loc, lanes, op.getInput(), eps->convertToFloat()));
 
     // Rotate the Q and K rows; V rows pass through.
     Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);

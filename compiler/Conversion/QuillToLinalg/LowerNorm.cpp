@@ -34,8 +34,7 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     }
     // One scale (0-d) for a vector's elements, one per row of the tile.
-    Value scales = lanes != LaneMode::None ? laneRmsScales(b, loc, lanes, input, eps)
-                                           : buildRmsScales(b, loc, input, eps);
+    Value scales = rmsScales(b, loc, lanes, input, eps);
     SmallVector<OpFoldResult> shape = {count};
     if (rows)
       shape.push_back(b.getIndexAttr(op.getInput().getType().getDimSize(1)));

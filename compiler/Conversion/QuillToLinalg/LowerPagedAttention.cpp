@@ -39,10 +39,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
         [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
           Value flat = attendRow(nb, l, op, t);
           Value at = arith::SubIOp::create(nb, l, t, begin);
-          Value out = tensor::InsertSliceOp::create(
-              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{at, nb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value out = insertRow(nb, l, flat, carried[0], at, nb.getIndexAttr(width));
           scf::YieldOp::create(nb, l, ValueRange{out});
         });
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
