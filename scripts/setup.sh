@@ -2,7 +2,8 @@
 # Installs every Debian package Quill needs that is not yet present.
 set -euo pipefail
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
-          libtbb-dev googletest libgtest-dev libgmock-dev libbenchmark-dev python3)
+          libtbb-dev googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+          clang-format-22)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

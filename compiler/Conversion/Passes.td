@@ -9,10 +9,18 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
   let description = [{
     Rewrites every quill compute op (normally inside kernels made by
     `quill-outline-kernels`) into `linalg.generic` ops on tensors plus
-    `tensor`, `arith` and `math` ops. Dot-product and sum-of-squares
+    `tensor`, `arith` and `math` ops (and `scf.for` over rows, blocks and
+    units where an op is a loop of smaller ones). Dot-product and sum-of-squares
     reductions carry `fastmath<reassoc, contract>` so that the code generator
     may vectorize them and form FMAs.
     Tiled ops (`tile [%b, %e]`) compute only their output rows.
+
+    It knows no target: no vector width, lane, warp or prefetch. A target
+    that has better forms for some ops (register-tiled microkernels, warp
+    reductions) lowers those first in a pass of its own under
+    `compiler/Target/<target>/`, building the same patterns with its own
+    KernelBuilder; this pass then lowers the rest. A quill compute op it
+    cannot lower is an error naming the op.
 
     Before:
     ```mlir
@@ -28,25 +36,10 @@ def LowerToLinalg : Pass<"quill-lower-to-linalg", "ModuleOp"> {
     } -> tensor<64xf32>
     ```
   }];
-  let options = [
-    Option<"prefetchWeights", "prefetch-weights", "bool", /*default=*/"true",
-           "Register-tiled matmuls prefetch the next block of weight rows "
-           "(memref.prefetch) while computing this one: the hardware prefetcher "
-           "does not run ahead across a block's strided row streams "
-           "(quill-compile --no-prefetch turns it off)">,
-    Option<"laneReductions", "lane-reductions", "std::string", /*default=*/"\"none\"",
-           "How matrix-vector kernels (linear, logits, project_qkv) reduce over "
-           "the width: 'none' (one thread per row), 'gpu' (a warp per output "
-           "element: lane l reads elements l, l+32, ..., coalesced, then a "
-           "gpu.shuffle xor butterfly; the kernel is marked quill.warp_lanes), "
-           "'emulate' (the same sums in the same order on one CPU thread)">
-  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::gpu::GPUDialect"
+    "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -8,10 +8,10 @@
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
 #include "compiler/Pipeline/Registration.h"
-#include "compiler/Target/CPU/CpuTarget.h"
+#include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Target/Target.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -30,15 +30,15 @@ namespace {
 /// (a shared object, or PTX) and the weights, streamed.
 Status writeArtifact(const CompileOptions &options, const ModelSource &model,
                      ExtractedSchedule &extracted, std::vector<uint8_t> tokenizerBytes,
-                     const std::string &targetText,
-                     std::pair<SectionKind, std::vector<uint8_t>> kernels) {
+                     TargetPayload kernels) {
   const ModelConfig &config = model.config();
   if (Status s = checkWeightLayout(model, extracted); !s)
     return s;
   ArtifactBuilder builder;
   builder.addSection(SectionKind::Config, encodeConfig(config));
   builder.addSection(SectionKind::Target,
-                     std::vector<uint8_t>(targetText.begin(), targetText.end()));
+                     std::vector<uint8_t>(kernels.description.begin(),
+                                          kernels.description.end()));
   builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
   builder.addSection(SectionKind::Schedule, encodeSchedule(extracted.schedule));
   if (extracted.prefill)
@@ -53,7 +53,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
       return Status::error("internal error: the batch step " + s.message());
     builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted.batch));
   }
-  builder.addSection(kernels.first, std::move(kernels.second));
+  builder.addSection(kernels.kind, std::move(kernels.bytes));
   builder.addSection(SectionKind::Weights, extracted.schedule.weightBytes,
                      weightSection(model, extracted));
   return builder.write(options.outputPath);
@@ -66,7 +66,10 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return model.status();
   const ModelConfig &config = (*model)->config();
 
-  const bool cuda = options.pipeline.target == Target::Cuda;
+  const Target *target = lookupTarget(options.pipeline.target);
+  if (!target)
+    return Status::error("unknown target '" + options.pipeline.target + "' (expected " +
+                         targetNames() + ")");
   std::vector<uint8_t> tokenizerBytes;
   bool needArtifact = !options.emit.has_value();
   if (needArtifact) {
@@ -83,20 +86,18 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   registerDialects(registry);
   registerPasses();
   mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
+  loadPipelineDialects(context);
   std::string modelName = (*model)->name();
   BatchStepShape batch;
-  // The CUDA device runs one sequence: no batch step to compile.
-  batch.rows = cuda ? 0 : options.batchRows;
+  batch.rows = target->supportsBatchStep() ? options.batchRows : 0;
   batch.blockSize = options.kvBlockSize;
   mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(
       context, config, modelName, std::min<int64_t>(options.prefillTokens, config.seqLen), batch);
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 
-  Stage last = cuda           ? options.emit.value_or(Stage::Ptx)
-                : options.emit ? std::min(*options.emit, Stage::LLVMDialect)
-                               : Stage::LLVMDialect;
+  // Every MLIR stage up to the one to print (all of them for an artifact).
+  const std::string last = options.emit.value_or(target->stages().back());
   mlir::PassManager pm(&context);
   IRDumper *dumper = nullptr;
   if (!options.dumpDir.empty()) {
@@ -111,71 +112,36 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   }
   if (options.timing)
     pm.enableTiming();
-  if (mlir::failed(addLoweringPasses(pm, last, options.pipeline)))
-    return Status::error("cannot build the pass pipeline");
+  std::string pipelineErrors;
+  llvm::raw_string_ostream errors(pipelineErrors);
+  if (mlir::failed(addLoweringPasses(pm, *target, last, options.pipeline, errors)))
+    return Status::error(llvm::StringRef(pipelineErrors).trim().str());
   if (mlir::failed(pm.run(*module)))
     return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
-  // The PTX text of the kernels' gpu.binary (CUDA).
-  std::string ptx;
-  if (cuda && (!options.emit || options.emit == Stage::Ptx)) {
-    module->walk([&](mlir::gpu::BinaryOp binary) {
-      for (mlir::Attribute object : binary.getObjects())
-        ptx += mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().getValue().str();
-      binary.erase(); // The rest of the module is the schedules.
-      return mlir::WalkResult::skip();
-    });
-    if (ptx.empty())
-      return Status::error(options.modelPath + ": no PTX was produced");
-    if (options.emit) {
-      out << ptx;
-      return Status::ok();
-    }
-  }
-  if (options.emit && (cuda || *options.emit <= Stage::LLVMDialect)) {
+  if (options.emit && target->printsModuleAt(*options.emit)) {
     module->print(out);
     return Status::ok();
   }
 
+  // The schedules come out first: the rest of the module is the kernels.
   auto extracted = extractSchedule(*module);
   if (!extracted)
     return extracted.status();
-  if (cuda)
-    return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes),
-                         "cuda " + options.pipeline.gpuArch,
-                         {SectionKind::GpuKernels, std::vector<uint8_t>(ptx.begin(), ptx.end())});
-  auto target = CpuTarget::create({options.cpu});
-  if (!target)
-    return target.status();
-  llvm::LLVMContext llvmContext;
-  auto llvmModule = (*target)->translate(*module, llvmContext);
-  if (!llvmModule)
-    return llvmModule.status();
-  if (dumper) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    (*llvmModule)->print(os, nullptr);
-    dumper->dumpText(text, "llvm-ir-optimized", "ll");
-    auto assembly = (*target)->emit(**llvmModule, /*assembly=*/true);
-    if (assembly)
-      dumper->dumpText(*assembly, "assembly", "s");
-  }
-  if (options.emit == Stage::LLVMIR) {
-    (*llvmModule)->print(out, nullptr);
+  TextDump dump;
+  if (dumper)
+    dump = [dumper](llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension) {
+      dumper->dumpText(text, what, extension);
+    };
+  std::optional<llvm::StringRef> emit;
+  if (options.emit)
+    emit = *options.emit;
+  auto payload = target->finish(*module, options.pipeline, emit, out, dump);
+  if (!payload)
+    return Status::error(options.modelPath + ": " + payload.message());
+  if (options.emit)
     return Status::ok();
-  }
-  auto code = (*target)->emit(**llvmModule, /*assembly=*/options.emit == Stage::Asm);
-  if (!code)
-    return code.status();
-  if (options.emit == Stage::Asm) {
-    out << *code;
-    return Status::ok();
-  }
-
-  auto library = linkSharedObject(*code);
-  if (!library)
-    return library.status();
   return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes),
-                       (*target)->description(), {SectionKind::KernelLibrary, library.take()});
+                       std::move(**payload));
 }
 
 } // namespace quill

@@ -16,14 +16,13 @@ struct CompileOptions {
   std::string modelPath;
   std::string tokenizerPath;
   std::string outputPath;          ///< The artifact; unused when emitting.
-  std::optional<Stage> emit;       ///< Print this stage and stop.
+  std::optional<std::string> emit; ///< Print this stage (of the target's) and stop.
   std::string dumpDir;             ///< IR after every pass, numbered files.
   bool timing = false;             ///< Per-pass timing report on stderr.
-  std::string cpu;                 ///< Empty: the host.
   int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
   int64_t batchRows = 64;          ///< Token rows per batch step; 0: no batch step.
   int64_t kvBlockSize = 16;        ///< Positions per block of the paged KV cache.
-  PipelineOptions pipeline;
+  PipelineOptions pipeline;        ///< The target and its options.
 };
 
 /// Compiles; printed stages go to `out`. The error names the input and

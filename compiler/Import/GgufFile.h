@@ -11,8 +11,8 @@
 // u64 length + bytes; arrays are u32 element type + u64 count + elements.
 #pragma once
 
-#include "compiler/Import/MappedFile.h"
 #include "compiler/Import/TensorConversion.h"
+#include "runtime/support/MappedFile.h"
 
 #include <optional>
 #include <string>

@@ -27,6 +27,46 @@ preTokenizerOf(const std::string &pre) {
   return std::nullopt;
 }
 
+/// A byte-level BPE's pre-tokenizer (tokenizer.ggml.pre) and merges (as
+/// pairs of the ids of `tokens`) into `data`.
+Status readByteLevelRules(const GgufFile &file, const GgufValue &tokens, TokenizerData &data) {
+  auto fail = [&](const std::string &what) {
+    return Status::error(file.path() + ": " + what);
+  };
+  const size_t count = tokens.elements.size();
+  const GgufValue *pre = file.find("tokenizer.ggml.pre");
+  std::string preName = pre && pre->asString() ? *pre->asString() : "default";
+  auto steps = preTokenizerOf(preName);
+  if (!steps)
+    return fail("tokenizer.ggml.pre '" + preName +
+                "' names a pre-tokenizer Quill does not implement "
+                "(it knows default, gpt2, llama-bpe, smollm, qwen2)");
+  data.preTokenizer = *steps;
+
+  const GgufValue *merges = file.find("tokenizer.ggml.merges");
+  if (!merges || !merges->asArray() || merges->elementType != GgufType::String)
+    return fail("tokenizer.ggml.merges is missing or not an array of "
+                "strings");
+  std::unordered_map<std::string, int32_t> idOfText;
+  idOfText.reserve(count);
+  for (size_t id = 0; id < count; ++id)
+    idOfText.emplace(tokens.elements[id].stringValue, int32_t(id));
+  data.merges.reserve(merges->elements.size());
+  for (size_t rank = 0; rank < merges->elements.size(); ++rank) {
+    const std::string &merge = merges->elements[rank].stringValue;
+    size_t space = merge.find(' ');
+    auto left = idOfText.find(merge.substr(0, space));
+    auto right = space == std::string::npos
+                     ? idOfText.end()
+                     : idOfText.find(merge.substr(space + 1));
+    if (left == idOfText.end() || right == idOfText.end())
+      return fail("merge " + std::to_string(rank) + " '" + merge +
+                  "' is not two tokens of the vocabulary");
+    data.merges.emplace_back(left->second, right->second);
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
@@ -133,36 +173,8 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     return data;
   }
 
-  const GgufValue *pre = file.find("tokenizer.ggml.pre");
-  std::string preName = pre && pre->asString() ? *pre->asString() : "default";
-  auto steps = preTokenizerOf(preName);
-  if (!steps)
-    return fail("tokenizer.ggml.pre '" + preName +
-                "' names a pre-tokenizer Quill does not implement "
-                "(it knows default, gpt2, llama-bpe, smollm, qwen2)");
-  data.preTokenizer = *steps;
-
-  const GgufValue *merges = file.find("tokenizer.ggml.merges");
-  if (!merges || !merges->asArray() || merges->elementType != GgufType::String)
-    return fail("tokenizer.ggml.merges is missing or not an array of "
-                "strings");
-  std::unordered_map<std::string, int32_t> idOfText;
-  idOfText.reserve(count);
-  for (size_t id = 0; id < count; ++id)
-    idOfText.emplace(tokens->elements[id].stringValue, int32_t(id));
-  data.merges.reserve(merges->elements.size());
-  for (size_t rank = 0; rank < merges->elements.size(); ++rank) {
-    const std::string &merge = merges->elements[rank].stringValue;
-    size_t space = merge.find(' ');
-    auto left = idOfText.find(merge.substr(0, space));
-    auto right = space == std::string::npos
-                     ? idOfText.end()
-                     : idOfText.find(merge.substr(space + 1));
-    if (left == idOfText.end() || right == idOfText.end())
-      return fail("merge " + std::to_string(rank) + " '" + merge +
-                  "' is not two tokens of the vocabulary");
-    data.merges.emplace_back(left->second, right->second);
-  }
+  if (Status s = readByteLevelRules(file, *tokens, data); !s)
+    return s;
   return data;
 }
 

@@ -1,13 +1,8 @@
-// Header checks, size arithmetic, layout and mmap for llama2.c checkpoints.
+// Header checks, size arithmetic and layout of llama2.c checkpoints.
 #include "compiler/Import/Llama2cCheckpoint.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <initializer_list>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <utility>
 
 using namespace quill;
@@ -61,31 +56,6 @@ struct RawParams {
 Status failAt(const std::string &path, const std::string &what) {
   return Status::error(path + ": " + what);
 }
-
-/// Reads exactly `size` bytes at `offset`; false on a short read or error.
-bool readAt(int fd, void *buffer, size_t size, off_t offset) {
-  auto *out = static_cast<char *>(buffer);
-  while (size > 0) {
-    ssize_t n = ::pread(fd, out, size, offset);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    out += n;
-    size -= static_cast<size_t>(n);
-    offset += n;
-  }
-  return true;
-}
-
-/// Closes a file descriptor on every return path of open().
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
 
 } // namespace
 
@@ -209,22 +179,19 @@ std::vector<std::string> quill::llama2cCanonicalNames(const ModelConfig &c) {
 }
 
 ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return failAt(path, std::string("cannot open: ") + std::strerror(errno));
-  FdCloser closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return failAt(path, std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return failAt(path, "not a regular file");
-  const uint64_t fileBytes = static_cast<uint64_t>(st.st_size);
+  auto mapped = MappedFile::open(path);
+  if (!mapped)
+    return mapped.status();
+  Llama2cCheckpoint ckpt;
+  ckpt.file_ = mapped.take();
+  const uint8_t *bytes = ckpt.file_.data();
+  const uint64_t fileBytes = ckpt.file_.size();
 
   // The format is told apart by the v1 magic; anything else is read as legacy.
   uint32_t magic = 0;
   int version = 0;
-  if (fileBytes >= 4 && !readAt(fd, &magic, 4, 0))
-    return failAt(path, std::string("cannot read: ") + std::strerror(errno));
+  if (fileBytes >= 4)
+    std::memcpy(&magic, bytes, 4);
   if (fileBytes >= 4 && magic == kLlama2cV1Magic)
     version = 1;
   const uint64_t headerBytes =
@@ -236,10 +203,7 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
                             std::to_string(headerBytes) + "-byte " + kind +
                             " llama2.c header");
 
-  unsigned char header[kLlama2cV1HeaderBytes] = {};
-  if (!readAt(fd, header, headerBytes, 0))
-    return failAt(path,
-                  std::string("cannot read header: ") + std::strerror(errno));
+  const uint8_t *header = bytes;
   RawParams raw;
   size_t paramsOffset = 0;
   bool shared = true;
@@ -288,21 +252,12 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
                             " bytes from the header, file has " +
                             std::to_string(fileBytes));
 
-  void *mapping = ::mmap(nullptr, fileBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (mapping == MAP_FAILED)
-    return failAt(path, std::string("cannot mmap: ") + std::strerror(errno));
-
-  Llama2cCheckpoint ckpt;
-  ckpt.path_ = path;
-  ckpt.mapping_ = mapping;
-  ckpt.mappingBytes_ = fileBytes;
   ckpt.config_ = config;
   ckpt.formatVersion_ = version;
 
   // Walk the file order once, then list tensors in canonical order.
   std::unordered_map<std::string, WeightTensor> byName;
-  const auto *cursor = reinterpret_cast<const float *>(
-      static_cast<const char *>(mapping) + headerBytes);
+  const auto *cursor = reinterpret_cast<const float *>(bytes + headerBytes);
   for (Llama2cBlock &block : llama2cFileLayout(config, version)) {
     WeightTensor t{block.name, std::move(block.shape), cursor};
     cursor += t.numElements();
@@ -314,36 +269,6 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
     ckpt.weights_.push_back(std::move(byName.at(name)));
   }
   return ErrorOr<Llama2cCheckpoint>(std::move(ckpt));
-}
-
-Llama2cCheckpoint::Llama2cCheckpoint(Llama2cCheckpoint &&other) noexcept {
-  *this = std::move(other);
-}
-
-Llama2cCheckpoint &
-Llama2cCheckpoint::operator=(Llama2cCheckpoint &&other) noexcept {
-  if (this == &other)
-    return *this;
-  unmap();
-  path_ = std::move(other.path_);
-  mapping_ = std::exchange(other.mapping_, nullptr);
-  mappingBytes_ = std::exchange(other.mappingBytes_, 0);
-  config_ = other.config_;
-  formatVersion_ = other.formatVersion_;
-  weights_ = std::move(other.weights_);
-  indexByName_ = std::move(other.indexByName_);
-  other.weights_.clear();
-  other.indexByName_.clear();
-  return *this;
-}
-
-Llama2cCheckpoint::~Llama2cCheckpoint() { unmap(); }
-
-void Llama2cCheckpoint::unmap() {
-  if (mapping_)
-    ::munmap(mapping_, mappingBytes_);
-  mapping_ = nullptr;
-  mappingBytes_ = 0;
 }
 
 const WeightTensor *Llama2cCheckpoint::find(const std::string &name) const {

@@ -4,6 +4,7 @@
 
 #include "runtime/artifact/ModelConfig.h"
 #include "runtime/support/Error.h"
+#include "runtime/support/MappedFile.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -70,11 +71,10 @@ public:
   /// naming the path and what is wrong.
   static ErrorOr<Llama2cCheckpoint> open(const std::string &path);
 
-  Llama2cCheckpoint(Llama2cCheckpoint &&other) noexcept;
-  Llama2cCheckpoint &operator=(Llama2cCheckpoint &&other) noexcept;
+  Llama2cCheckpoint(Llama2cCheckpoint &&other) = default;
+  Llama2cCheckpoint &operator=(Llama2cCheckpoint &&other) = default;
   Llama2cCheckpoint(const Llama2cCheckpoint &) = delete;
   Llama2cCheckpoint &operator=(const Llama2cCheckpoint &) = delete;
-  ~Llama2cCheckpoint();
 
   /// Shape from the header; ropeTheta 10000, normEps 1e-5, bos 1, eos 2 as
   /// llama2.c assumes (the format does not store them).
@@ -85,15 +85,13 @@ public:
   const std::vector<WeightTensor> &weights() const { return weights_; }
   /// The tensor called `name`, or null.
   const WeightTensor *find(const std::string &name) const;
-  const std::string &path() const { return path_; }
+  const std::string &path() const { return file_.path(); }
 
 private:
   Llama2cCheckpoint() = default;
-  void unmap();
 
-  std::string path_;
-  void *mapping_ = nullptr;
-  size_t mappingBytes_ = 0;
+  /// The whole file; the tensors' data point into it.
+  MappedFile file_;
   ModelConfig config_;
   int formatVersion_ = 0;
   std::vector<WeightTensor> weights_;

@@ -5,8 +5,8 @@
 // two tensors overlapping.
 #pragma once
 
-#include "compiler/Import/MappedFile.h"
 #include "compiler/Import/TensorConversion.h"
+#include "runtime/support/MappedFile.h"
 
 #include <optional>
 #include <string>

@@ -2,6 +2,7 @@
 #include "compiler/Import/SyntheticModel.h"
 
 #include "compiler/Import/Llama2cCheckpoint.h"
+#include "runtime/support/SplitMix64.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,15 +15,6 @@
 using namespace quill;
 
 namespace {
-
-/// splitmix64's finalizer: a good 64-bit mix of a counter.
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
 
 /// FNV-1a, to give every tensor name its own PRNG stream.
 uint64_t hashName(const std::string &name) {
@@ -103,14 +95,14 @@ void quill::fillSyntheticTensor(const std::string &name,
     // distribution is neither flat nor one-hot.
     halfWidth = 5.0f / std::sqrt(fanIn);
   }
-  const uint64_t base = mix64(seed ^ hashName(name));
+  const uint64_t base = splitMix64Mix(seed ^ hashName(name));
   for (int64_t i = 0; i < count; ++i) {
-    // splitmix64 is a counter generator: element k is mix(base + (k+1)*gamma),
-    // so any chunk can be generated on its own.
+    // Element k is splitmix64's (k+1)-th value, so any chunk can be
+    // generated on its own.
     int64_t k = firstElement + i;
     if (period > 0)
       k %= period;
-    uint64_t bits = mix64(base + uint64_t(k + 1) * kGoldenGamma);
+    uint64_t bits = splitMix64At(base, uint64_t(k + 1));
     float unit = float(bits >> 40) * (1.0f / 16777216.0f); // [0, 1)
     out[i] = center + halfWidth * (2.0f * unit - 1.0f);
   }

@@ -3,6 +3,8 @@
 
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Target/CPU/Passes.h"
+#include "compiler/Target/CUDA/Passes.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 #include "dialects/Quill/Transforms/Passes.h"
 
@@ -10,11 +12,97 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
+#include <set>
+
 namespace quill {
+
+namespace {
+/// quill-opt's spelling of PipelineOptions: --quill-pipeline-to-STAGE='...'.
+struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
+  Option<std::string> target{*this, "target", llvm::cl::desc("cpu or cuda"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> cpu{*this, "cpu", llvm::cl::desc("CPU target: the CPU (empty: the host)")};
+  Option<std::string> gpuArch{*this, "gpu-arch", llvm::cl::desc("CUDA: the SM version"),
+                              llvm::cl::init("sm_90")};
+  Option<int64_t> matvecGrain{*this, "matvec-grain",
+                              llvm::cl::desc("Output rows per chunk of a matvec"),
+                              llvm::cl::init(16)};
+  ListOption<std::string> disableFusion{
+      *this, "disable-fusion", llvm::cl::desc("Fusions to switch off (gate-up, qkv, ...)")};
+  Option<bool> noFusion{*this, "no-fusion", llvm::cl::desc("Switch every fusion off"),
+                        llvm::cl::init(false)};
+  Option<int64_t> attentionChunk{*this, "attention-chunk",
+                                 llvm::cl::desc("Flash-decoding chunk (-1: the target's)"),
+                                 llvm::cl::init(-1)};
+  Option<bool> emulateCudaKernels{*this, "emulate-cuda-kernels",
+                                  llvm::cl::desc("CPU: the CUDA target's kernel semantics"),
+                                  llvm::cl::init(false)};
+  Option<bool> prefetch{*this, "prefetch", llvm::cl::desc("CPU: matmuls prefetch weights"),
+                        llvm::cl::init(true)};
+  Option<bool> warpReductions{*this, "warp-reductions",
+                              llvm::cl::desc("CUDA: a warp per matrix-vector output"),
+                              llvm::cl::init(true)};
+
+  /// The options as the pipeline builder takes them, or a message.
+  ErrorOr<PipelineOptions> resolve() const {
+    PipelineOptions options;
+    options.target = target;
+    options.cpu = cpu;
+    options.gpuArch = gpuArch;
+    if (matvecGrain <= 0)
+      return Status::error("matvec-grain must be positive");
+    options.matvecGrain = matvecGrain;
+    const auto &known = fusionNames();
+    for (const std::string &name : disableFusion) {
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        return Status::error("unknown fusion '" + name + "'");
+      options.disabledFusions.insert(name);
+    }
+    if (noFusion)
+      options.disabledFusions.insert(known.begin(), known.end());
+    if (attentionChunk < -1)
+      return Status::error("attention-chunk must not be negative");
+    if (attentionChunk >= 0)
+      options.attentionChunk = attentionChunk;
+    options.emulateCudaKernels = emulateCudaKernels;
+    options.prefetchWeights = prefetch;
+    options.warpReductions = warpReductions;
+    return options;
+  }
+};
+
+/// Builds quill-pipeline-to-`stage` from its option string.
+mlir::LogicalResult buildStagePipeline(std::string stage, mlir::OpPassManager &pm,
+                                       llvm::StringRef text,
+                                       llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+                                           errorHandler) {
+  std::unique_ptr<QuillPipelineOptions> parsed = QuillPipelineOptions::createFromString(text);
+  if (!parsed)
+    return errorHandler("quill-pipeline-to-" + stage + ": cannot parse options '" + text + "'");
+  auto options = parsed->resolve();
+  if (!options)
+    return errorHandler("quill-pipeline-to-" + stage + ": " + options.message());
+  const Target *target = lookupTarget(options->target);
+  if (!target)
+    return errorHandler("quill-pipeline-to-" + stage + ": unknown target '" + options->target +
+                        "' (expected " + targetNames() + ")");
+  std::optional<size_t> index = target->stageIndex(stage);
+  if (!index || *index >= target->numMlirStages())
+    return errorHandler("quill-pipeline-to-" + stage + ": target " + target->name() +
+                        " has no MLIR stage '" + stage + "' (its stages: " +
+                        target->stageList() + ")");
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (mlir::failed(addLoweringPasses(pm, *target, stage, *options, os)))
+    return errorHandler("quill-pipeline-to-" + stage + ": " + llvm::StringRef(errors).trim());
+  return mlir::success();
+}
+} // namespace
 
 void registerDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
@@ -25,6 +113,11 @@ void registerDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::quill::QuillDialect>();
 }
 
+void loadPipelineDialects(mlir::MLIRContext &context) {
+  context.loadDialect<mlir::quill::QuillDialect, mlir::func::FuncDialect,
+                      mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+}
+
 void registerPasses() {
   static bool done = false;
   if (done)
@@ -33,13 +126,25 @@ void registerPasses() {
   mlir::registerAllPasses();
   mlir::quill::registerQuillTransformsPasses();
   mlir::quill::registerQuillConversionPasses();
-  for (Stage stage : {Stage::Kernels, Stage::Linalg, Stage::Loops, Stage::LLVMDialect}) {
-    std::string name = std::string("quill-pipeline-to-") + stageName(stage);
-    std::string summary = std::string("Quill's pipeline from the imported step "
-                                      "to the '") + stageName(stage) + "' stage";
-    mlir::PassPipelineRegistration<>(
-        name, summary, [stage](mlir::OpPassManager &pm) {
-          (void)addLoweringPasses(pm, stage, PipelineOptions());
+  mlir::quill::registerQuillCpuTargetPasses();
+  mlir::quill::registerQuillCudaTargetPasses();
+  // One pipeline per MLIR stage of any target; target= picks whose.
+  std::set<std::string> stages;
+  for (const Target *target : allTargets())
+    for (size_t i = 0; i < target->numMlirStages(); ++i)
+      stages.insert(target->stages()[i]);
+  for (const std::string &stage : stages) {
+    std::string name = "quill-pipeline-to-" + stage;
+    std::string summary = "Quill's pipeline from the imported step to the '" + stage +
+                          "' stage of target= (cpu, cuda), with quill-compile's options";
+    mlir::registerPassPipeline(
+        name, summary,
+        [stage](mlir::OpPassManager &pm, llvm::StringRef options,
+                llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler) {
+          return buildStagePipeline(stage, pm, options, errorHandler);
+        },
+        [](llvm::function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+          printOptions(QuillPipelineOptions());
         });
   }
 }

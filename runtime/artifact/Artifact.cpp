@@ -3,75 +3,28 @@
 
 #include "runtime/support/ByteStream.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace quill {
-
-Artifact::Artifact(Artifact &&other) noexcept { *this = std::move(other); }
-
-Artifact &Artifact::operator=(Artifact &&other) noexcept {
-  if (this != &other) {
-    if (mapping_)
-      munmap(mapping_, size_);
-    path_ = std::move(other.path_);
-    mapping_ = other.mapping_;
-    size_ = other.size_;
-    config_ = other.config_;
-    schedule_ = std::move(other.schedule_);
-    prefill_ = std::move(other.prefill_);
-    hasPrefill_ = other.hasPrefill_;
-    batch_ = std::move(other.batch_);
-    hasBatch_ = other.hasBatch_;
-    target_ = std::move(other.target_);
-    tokenizer_ = other.tokenizer_;
-    tokenizerSize_ = other.tokenizerSize_;
-    library_ = other.library_;
-    librarySize_ = other.librarySize_;
-    ptx_ = other.ptx_;
-    ptxSize_ = other.ptxSize_;
-    weights_ = other.weights_;
-    other.mapping_ = nullptr;
-  }
-  return *this;
-}
-
-Artifact::~Artifact() {
-  if (mapping_)
-    munmap(mapping_, size_);
-}
 
 ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   auto fail = [&](const std::string &what) {
     return Status::error(path + ": " + what);
   };
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    return fail(std::string("cannot open artifact: ") + std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
+  MappedFileWording wording;
+  wording.cannotOpen = "cannot open artifact";
+  wording.cannotStat = nullptr;
+  wording.cannotMap = "cannot map artifact";
+  auto file = MappedFile::open(path, wording);
+  if (!file)
+    return file.status();
   Artifact a;
-  a.path_ = path;
-  a.size_ = static_cast<size_t>(st.st_size);
-  if (a.size_ < sizeof(ArtifactHeader)) {
-    ::close(fd);
-    return fail("not a Quill artifact (file of " + std::to_string(a.size_) +
+  a.file_ = file.take();
+  const size_t fileSize = a.file_.size();
+  if (fileSize < sizeof(ArtifactHeader))
+    return fail("not a Quill artifact (file of " + std::to_string(fileSize) +
                 " bytes is shorter than the header)");
-  }
-  a.mapping_ = mmap(nullptr, a.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (a.mapping_ == MAP_FAILED) {
-    a.mapping_ = nullptr;
-    return fail(std::string("cannot map artifact: ") + std::strerror(errno));
-  }
-  const auto *base = static_cast<const uint8_t *>(a.mapping_);
+  const uint8_t *base = a.file_.data();
 
   ArtifactHeader header;
   std::memcpy(&header, base, sizeof header);
@@ -81,13 +34,13 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     return fail("artifact format version " + std::to_string(header.version) +
                 " is not supported (this runtime reads version " +
                 std::to_string(kArtifactVersion) + "); recompile the model");
-  if (header.fileSize != a.size_)
+  if (header.fileSize != fileSize)
     return fail("artifact is truncated or padded: header says " +
                 std::to_string(header.fileSize) + " bytes, file has " +
-                std::to_string(a.size_));
+                std::to_string(fileSize));
   uint64_t tableBytes = uint64_t(header.sectionCount) * sizeof(SectionEntry);
-  if (header.sectionCount > 64 || header.sectionTableOffset > a.size_ ||
-      tableBytes > a.size_ - header.sectionTableOffset)
+  if (header.sectionCount > 64 || header.sectionTableOffset > fileSize ||
+      tableBytes > fileSize - header.sectionTableOffset)
     return fail("corrupt section table");
   const uint8_t *tablePtr = base + header.sectionTableOffset;
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
@@ -98,7 +51,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
-    if (e.offset > a.size_ || e.size > a.size_ - e.offset)
+    if (e.offset > fileSize || e.size > fileSize - e.offset)
       return fail("section " + std::to_string(i) + " lies outside the file");
     if (e.kind >= 1 && e.kind <= kLastKind) {
       found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/support/MappedFile.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,13 +17,12 @@ public:
   /// (all sections, weights included, unless `verifyWeights` is false).
   static ErrorOr<Artifact> open(const std::string &path, bool verifyWeights = true);
 
-  Artifact(Artifact &&other) noexcept;
-  Artifact &operator=(Artifact &&other) noexcept;
+  Artifact(Artifact &&other) = default;
+  Artifact &operator=(Artifact &&other) = default;
   Artifact(const Artifact &) = delete;
   Artifact &operator=(const Artifact &) = delete;
-  ~Artifact();
 
-  const std::string &path() const { return path_; }
+  const std::string &path() const { return file_.path(); }
   const ModelConfig &config() const { return config_; }
   const Schedule &schedule() const { return schedule_; }
   /// The prefill schedule (several tokens per run), when compiled in.
@@ -43,14 +43,14 @@ public:
   bool isCuda() const { return ptx_ != nullptr; }
   /// The page-aligned weight blob.
   const uint8_t *weights() const { return weights_; }
-  size_t fileSize() const { return size_; }
+  size_t fileSize() const { return file_.size(); }
 
 private:
   Artifact() = default;
 
-  std::string path_;
-  void *mapping_ = nullptr;
-  size_t size_ = 0;
+  /// The whole file; every pointer below points into it, so moving the
+  /// artifact keeps them valid.
+  MappedFile file_;
   ModelConfig config_;
   Schedule schedule_;
   Schedule prefill_;

@@ -2,6 +2,8 @@
 // every machine and compiler (no std:: distributions, whose output varies).
 #pragma once
 
+#include "runtime/support/SplitMix64.h"
+
 #include <cstdint>
 
 namespace quill {
@@ -29,7 +31,7 @@ public:
   uint64_t state() const { return state_; }
 
 private:
-  static constexpr uint64_t kStateForSeedZero = 0x9E3779B97F4A7C15ULL;
+  static constexpr uint64_t kStateForSeedZero = kSplitMix64Gamma;
   uint64_t state_;
 };
 

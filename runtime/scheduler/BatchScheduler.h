@@ -76,16 +76,15 @@ public:
   /// Runs every request to its end; results in request order. A request
   /// that cannot run (a prompt longer than the context, more KV cache than
   /// the whole budget, a sampler with nothing to pick) gets its error; the
-  /// others are unaffected.
+  /// others are unaffected. A broken invariant of the scheduler itself (an
+  /// internal error, e.g. the cache lost blocks admission reserved) ends
+  /// the run: every request without a result yet gets that error, and the
+  /// run's sequences are freed. Every request gets an error when the device
+  /// has no batch step.
   std::vector<ErrorOr<GenerationResult>> run(const std::vector<GenerationRequest> &requests,
                                              BatchStats *stats = nullptr);
 
 private:
-  struct Group;
-  struct Sequence;
-  struct PrefixHolder;
-  class Run;
-
   Device &device_;
   PagedKVCache &cache_;
   const Tokenizer &tokenizer_;

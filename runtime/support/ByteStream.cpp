@@ -1,12 +1,15 @@
 // The artifact checksum.
 #include "runtime/support/ByteStream.h"
 
+#include "runtime/support/SplitMix64.h"
+
 #include <algorithm>
 
 namespace quill {
 
 namespace {
-constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+/// The lanes' multiplier: any odd constant with well-spread bits will do.
+constexpr uint64_t kMul = kSplitMix64Gamma;
 } // namespace
 
 Checksum64::Checksum64(uint64_t totalSize)

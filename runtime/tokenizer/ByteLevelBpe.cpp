@@ -1,11 +1,12 @@
 // GPT-2's byte <-> printable-character map and byte-level BPE encoding.
 #include "runtime/tokenizer/ByteLevelBpe.h"
 
+#include "runtime/tokenizer/PairMerge.h"
 #include "runtime/tokenizer/PreTokenizer.h"
 #include "runtime/tokenizer/Unicode.h"
 
 #include <algorithm>
-#include <queue>
+#include <functional>
 
 namespace quill {
 
@@ -159,56 +160,18 @@ void ByteLevelBpe::encodeWord(std::string_view word, const PieceIndex &pieces,
   tokens.reserve(word.size());
   for (char b : word)
     tokens.push_back(byteIds_[uint8_t(b)]);
-  const int32_t n = int32_t(tokens.size());
-
   // The lowest-ranked adjacent pair merges first, the leftmost on ties, as
-  // Hugging Face's BPE does: a heap of candidate pairs over a linked list of
-  // positions, where a merge keeps the left position and unlinks the right,
-  // and version[] marks heap entries made stale by a merge.
-  std::vector<int32_t> prev(n), next(n);
-  std::vector<uint32_t> version(n, 0);
-  for (int32_t i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  struct Pair {
-    int32_t rank, left, right, result;
-    uint32_t leftVersion, rightVersion;
-  };
-  auto lowerPriority = [](const Pair &a, const Pair &b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-  };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(lowerPriority)> queue(
-      lowerPriority);
-  auto consider = [&](int32_t left, int32_t right) {
-    auto it = merges_.find(pairKey(tokens[left], tokens[right]));
-    if (it != merges_.end())
-      queue.push({it->second.rank, left, right, it->second.result,
-                  version[left], version[right]});
-  };
-  for (int32_t i = 0; i + 1 < n; ++i)
-    consider(i, i + 1);
-  while (!queue.empty()) {
-    Pair pair = queue.top();
-    queue.pop();
-    if (version[pair.left] != pair.leftVersion ||
-        version[pair.right] != pair.rightVersion ||
-        next[pair.left] != pair.right)
-      continue;
-    tokens[pair.left] = pair.result;
-    ++version[pair.left];
-    ++version[pair.right];
-    int32_t after = next[pair.right];
-    next[pair.left] = after;
-    if (after >= 0)
-      prev[after] = pair.left;
-    if (prev[pair.left] >= 0)
-      consider(prev[pair.left], pair.left);
-    if (after >= 0)
-      consider(pair.left, after);
-  }
-  for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = next[i])
-    out.push_back(tokens[i]);
+  // Hugging Face's BPE does.
+  mergeAdjacentPairs<int32_t>(
+      tokens,
+      [&](int32_t left, int32_t right) -> std::optional<PairMerge<int32_t>> {
+        auto it = merges_.find(pairKey(left, right));
+        if (it == merges_.end())
+          return std::nullopt;
+        return PairMerge<int32_t>{it->second.rank, it->second.result};
+      },
+      std::less<int32_t>());
+  out.insert(out.end(), tokens.begin(), tokens.end());
 }
 
 } // namespace quill

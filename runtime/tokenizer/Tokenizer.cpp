@@ -3,13 +3,14 @@
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include "runtime/tokenizer/ByteLevelBpe.h"
+#include "runtime/tokenizer/PairMerge.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
-#include <queue>
 
 namespace quill {
 
@@ -189,81 +190,23 @@ void Tokenizer::encodeSentencePiece(std::string_view text,
 }
 
 void Tokenizer::mergePairs(std::vector<int32_t> &tokens) const {
-  // run.c rescans every pair after each merge (quadratic). A max-heap of
-  // pairs ordered by (score desc, position asc) makes the same choice at every
-  // step: the highest score, the leftmost pair on ties. Positions never
-  // reorder, so the original index orders pairs like run.c's scan does.
-  const int32_t n = static_cast<int32_t>(tokens.size());
-  if (n < 2)
-    return;
-
-  // A doubly linked list over positions; a merge keeps the left position and
-  // unlinks the right one. version[] invalidates heap entries whose tokens
-  // changed since they were pushed.
-  std::vector<int32_t> prev(n), next(n);
-  std::vector<uint32_t> version(n, 0);
-  for (int32_t i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-
-  struct Pair {
-    float score;
-    int32_t left, right;
-    int32_t mergedId;
-    uint32_t leftVersion, rightVersion;
-  };
-  auto lowerPriority = [](const Pair &a, const Pair &b) {
-    if (a.score != b.score)
-      return a.score < b.score;
-    return a.left > b.left;
-  };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(lowerPriority)> queue(
-      lowerPriority);
-
+  // run.c rescans every pair after each merge; mergeAdjacentPairs makes the
+  // same choice at every step: the highest score, the leftmost pair on ties.
   std::string merged;
-  auto consider = [&](int32_t left, int32_t right) {
-    merged.assign(pieces_[tokens[left]]);
-    merged += pieces_[tokens[right]];
-    auto it = idOfPiece_.find(merged);
-    if (it == idOfPiece_.end())
-      return;
-    float score = scores_[it->second];
-    if (!(score > kNoMergeScore))
-      return;
-    queue.push({score, left, right, it->second, version[left], version[right]});
-  };
-
-  for (int32_t i = 0; i + 1 < n; ++i)
-    consider(i, i + 1);
-
-  while (!queue.empty()) {
-    Pair pair = queue.top();
-    queue.pop();
-    if (version[pair.left] != pair.leftVersion ||
-        version[pair.right] != pair.rightVersion ||
-        next[pair.left] != pair.right)
-      continue; // Stale: one side was merged since this pair was pushed.
-
-    tokens[pair.left] = pair.mergedId;
-    ++version[pair.left];
-    ++version[pair.right]; // The right position is gone for good.
-    int32_t after = next[pair.right];
-    next[pair.left] = after;
-    if (after >= 0)
-      prev[after] = pair.left;
-
-    if (prev[pair.left] >= 0)
-      consider(prev[pair.left], pair.left);
-    if (after >= 0)
-      consider(pair.left, after);
-  }
-
-  // Position 0 is never a right side, so the list always starts there.
-  int32_t out = 0;
-  for (int32_t i = 0; i >= 0; i = next[i])
-    tokens[out++] = tokens[i];
-  tokens.resize(out);
+  mergeAdjacentPairs<float>(
+      tokens,
+      [&](int32_t left, int32_t right) -> std::optional<PairMerge<float>> {
+        merged.assign(pieces_[left]);
+        merged += pieces_[right];
+        auto it = idOfPiece_.find(merged);
+        if (it == idOfPiece_.end())
+          return std::nullopt;
+        float score = scores_[it->second];
+        if (!(score > kNoMergeScore))
+          return std::nullopt;
+        return PairMerge<float>{score, it->second};
+      },
+      std::greater<float>());
 }
 
 std::string Tokenizer::decode(int32_t prevToken, int32_t token) const {

@@ -2,6 +2,7 @@
 // when the beams cover every prefix, greedy equality for one beam, the length
 // penalty and early stopping on hand-worked cases.
 #include "runtime/decode/BeamSearch.h"
+#include "runtime/support/SplitMix64.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,9 @@ Model hashedModel(int32_t vocab, uint64_t seed) {
       h = (h ^ uint64_t(t + 1)) * 0x100000001b3ull;
     std::vector<float> logits(vocab);
     for (int32_t i = 0; i < vocab; ++i) {
-      uint64_t x = (h + uint64_t(i) * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+      // splitmix64's counter and the first multiply of its mix: enough
+      // spread for made-up logits.
+      uint64_t x = (h + uint64_t(i) * kSplitMix64Gamma) * 0xbf58476d1ce4e5b9ull;
       logits[i] = float((x >> 40) % 1000) / 250.0f; // 0 .. 4
     }
     return logits;

@@ -6,6 +6,7 @@
 #include "runtime/bench/BatchBench.h"
 #include "runtime/scheduler/BatchScheduler.h"
 #include "runtime/support/Json.h"
+#include "runtime/support/SplitMix64.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -43,8 +44,8 @@ ErrorOr<std::vector<std::string>> readPrompts(const std::string &path) {
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
 
 /// Sample s of a request draws from its own stream: sample 0 from the seed
-/// itself (so one sample is the plain run), the others from a splitmix64 of
-/// (seed, s).
+/// itself (so one sample is the plain run), the others from the s-th value
+/// of a splitmix64 seeded with it.
 SamplerFactory samplerFactory(const RunOptions &options, tbb::task_arena &arena) {
   SamplingParams params = options.sampling;
   // Beam search ranks tokens itself: the chain keeps only the logit
@@ -53,12 +54,8 @@ SamplerFactory samplerFactory(const RunOptions &options, tbb::task_arena &arena)
     params.temperature = 0;
   return [params, &arena](size_t, int32_t sample) {
     SamplingParams p = params;
-    if (sample > 0) {
-      uint64_t z = p.seed + 0x9e3779b97f4a7c15ull * uint64_t(sample);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      p.seed = z ^ (z >> 31);
-    }
+    if (sample > 0)
+      p.seed = splitMix64At(p.seed, uint64_t(sample));
     return SamplerChain::fromParams(p, &arena);
   };
 }

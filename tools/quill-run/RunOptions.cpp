@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <algorithm>
 #include <limits>
 
@@ -98,37 +99,16 @@ ErrorOr<float> parseFloat(const std::string &flag, const char *text) {
   return value; // NaN passes here and is rejected by validate().
 }
 
-} // namespace
-
-ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
-  RunOptions o;
-  BeamSearchOptions beams;
-  bool beamsGiven = false;
-  std::string beamKnob; // A beam-search flag given, for the error without --beams.
-  o.sampling.topP = 0.9f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> ErrorOr<const char *> {
-      if (i + 1 >= argc)
-        return Status::error("missing value after " + arg);
-      return static_cast<const char *>(argv[++i]);
-    };
+/// A flag of the sampling chain (--temp ... --seed) into `o`: whether
+/// `arg` is one. `value` reads the flag's value.
+ErrorOr<bool> parseSamplingFlag(const std::string &arg,
+                                const std::function<ErrorOr<const char *>()> &value,
+                                RunOptions &o) {
 #define QUILL_TRY(var, expr)                                                   \
   auto var = (expr);                                                           \
   if (!var)                                                                    \
     return var.status();
-    if (arg == "-h" || arg == "--help") {
-      o.help = true;
-    } else if (arg == "-p" || arg == "--prompt") {
-      QUILL_TRY(v, value());
-      o.prompt = *v;
-    } else if (arg == "-n" || arg == "--max-tokens") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
-      if (*n < 0)
-        return Status::error("invalid " + arg + " " + *v + ": must not be negative");
-      o.maxNewTokens = *n;
-    } else if (arg == "--temp") {
+    if (arg == "--temp") {
       QUILL_TRY(v, value());
       QUILL_TRY(t, parseFloat(arg, *v));
       o.sampling.temperature = *t;
@@ -193,6 +173,82 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       QUILL_TRY(s, parseInteger<int64_t>(arg, *v));
       o.sampling.seed = static_cast<uint64_t>(*s);
       o.seedGiven = true;
+    } else {
+    return false;
+  }
+#undef QUILL_TRY
+  return true;
+}
+
+/// The checks across flags, once all are read; sets o.beamSearch.
+Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool beamsGiven,
+                         const std::string &beamKnob) {
+  if (o.artifactPath.empty())
+    return Status::error("no artifact given (see --help)");
+  if (Status s = validate(o.sampling); !s)
+    return s;
+  if (!o.cudaGraphs && !o.cuda)
+    return Status::error("--no-cuda-graphs is for --device cuda");
+  if (!o.batchFile.empty() && !o.prompt.empty())
+    return Status::error("--batch-file and --prompt exclude each other: put the prompt in the file");
+  if (!o.batchFile.empty() && o.bench)
+    return Status::error("--batch-file and --bench exclude each other");
+  if (o.batchSizes.size() > 1 && !o.bench)
+    return Status::error("several --batch sizes are for --bench only");
+  if (!beamKnob.empty() && !beamsGiven)
+    return Status::error(beamKnob + " is a beam-search setting: add --beams N");
+  if (beamsGiven) {
+    if (beams.numReturn > beams.beams)
+      return Status::error("invalid --num-return " + std::to_string(beams.numReturn) +
+                           ": at most --beams (" + std::to_string(beams.beams) + ") hypotheses");
+    if (o.samples > 1)
+      return Status::error("--beams and --n-samples exclude each other");
+    if (o.sampling.logprobs)
+      return Status::error("--logprobs is not reported for --beams (see \"logprob\" of each "
+                           "sequence instead)");
+    o.beamSearch = beams;
+  }
+  if ((beamsGiven || o.samples > 1) && (!o.batchFile.empty() || o.bench))
+    return Status::error(std::string(beamsGiven ? "--beams" : "--n-samples") +
+                         " runs one prompt: not with --batch-file or --bench");
+  if (o.sampling.logprobs && !o.json)
+    return Status::error("--logprobs is reported in the --json output only: add --json");
+  return Status::ok();
+}
+
+} // namespace
+
+ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
+  RunOptions o;
+  BeamSearchOptions beams;
+  bool beamsGiven = false;
+  std::string beamKnob; // A beam-search flag given, for the error without --beams.
+  o.sampling.topP = 0.9f;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> ErrorOr<const char *> {
+      if (i + 1 >= argc)
+        return Status::error("missing value after " + arg);
+      return static_cast<const char *>(argv[++i]);
+    };
+#define QUILL_TRY(var, expr)                                                   \
+  auto var = (expr);                                                           \
+  if (!var)                                                                    \
+    return var.status();
+    QUILL_TRY(sampling, parseSamplingFlag(arg, value, o));
+    if (*sampling)
+      continue;
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (arg == "-p" || arg == "--prompt") {
+      QUILL_TRY(v, value());
+      o.prompt = *v;
+    } else if (arg == "-n" || arg == "--max-tokens") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 0)
+        return Status::error("invalid " + arg + " " + *v + ": must not be negative");
+      o.maxNewTokens = *n;
     } else if (arg == "--threads") {
       QUILL_TRY(v, value());
       QUILL_TRY(t, parseInteger<int32_t>(arg, *v));
@@ -291,36 +347,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
   }
   if (o.help)
     return o;
-  if (o.artifactPath.empty())
-    return Status::error("no artifact given (see --help)");
-  if (Status s = validate(o.sampling); !s)
+  if (Status s = checkCombinations(o, beams, beamsGiven, beamKnob); !s)
     return s;
-  if (!o.cudaGraphs && !o.cuda)
-    return Status::error("--no-cuda-graphs is for --device cuda");
-  if (!o.batchFile.empty() && !o.prompt.empty())
-    return Status::error("--batch-file and --prompt exclude each other: put the prompt in the file");
-  if (!o.batchFile.empty() && o.bench)
-    return Status::error("--batch-file and --bench exclude each other");
-  if (o.batchSizes.size() > 1 && !o.bench)
-    return Status::error("several --batch sizes are for --bench only");
-  if (!beamKnob.empty() && !beamsGiven)
-    return Status::error(beamKnob + " is a beam-search setting: add --beams N");
-  if (beamsGiven) {
-    if (beams.numReturn > beams.beams)
-      return Status::error("invalid --num-return " + std::to_string(beams.numReturn) +
-                           ": at most --beams (" + std::to_string(beams.beams) + ") hypotheses");
-    if (o.samples > 1)
-      return Status::error("--beams and --n-samples exclude each other");
-    if (o.sampling.logprobs)
-      return Status::error("--logprobs is not reported for --beams (see \"logprob\" of each "
-                           "sequence instead)");
-    o.beamSearch = beams;
-  }
-  if ((beamsGiven || o.samples > 1) && (!o.batchFile.empty() || o.bench))
-    return Status::error(std::string(beamsGiven ? "--beams" : "--n-samples") +
-                         " runs one prompt: not with --batch-file or --bench");
-  if (o.sampling.logprobs && !o.json)
-    return Status::error("--logprobs is reported in the --json output only: add --json");
   return o;
 }
 

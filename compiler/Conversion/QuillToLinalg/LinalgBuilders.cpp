@@ -1,6 +1,7 @@
 // Small builders shared by the quill-to-linalg lowerings.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -246,6 +247,81 @@ Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
   if (value.getType() == type)
     return value;
   return tensor::CastOp::create(b, loc, type, value);
+}
+
+
+namespace {
+/// Index arithmetic that stays a static attribute when its inputs are.
+OpFoldResult indexOp(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y,
+                     function_ref<int64_t(int64_t, int64_t)> fold,
+                     function_ref<Value(Value, Value)> build) {
+  auto cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  if (cx && cy)
+    return b.getIndexAttr(fold(*cx, *cy));
+  return build(getValueOrCreateConstantIndexOp(b, loc, x),
+               getValueOrCreateConstantIndexOp(b, loc, y));
+}
+} // namespace
+
+OpFoldResult mulIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
+  if (k == 1)
+    return x;
+  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p * q; },
+                 [&](Value p, Value q) { return arith::MulIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult divIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
+  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p / q; },
+                 [&](Value p, Value q) { return arith::DivUIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p + q; },
+                 [&](Value p, Value q) { return arith::AddIOp::create(b, loc, p, q).getResult(); });
+}
+OpFoldResult subIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p - q; },
+                 [&](Value p, Value q) { return arith::SubIOp::create(b, loc, p, q).getResult(); });
+}
+
+/// y[r] = sum_k W[r, k] * x[k] over all rows of `weight`, one row at a time.
+Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult rows,
+                     Value init) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr r, k;
+  bindDims(ctx, r, k);
+  auto fastMath = reductionFastMath(b);
+  return buildGeneric(
+      b, loc, ValueRange{weight, input},
+      linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+          ->getResult(0),
+      {AffineMap::get(2, 0, {r, k}, ctx), AffineMap::get(2, 0, {k}, ctx),
+       AffineMap::get(2, 0, {r}, ctx)},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      multiplyAccumulate(fastMath));
+}
+
+Value sliceRows(OpBuilder &b, Location loc, Value weight, OpFoldResult from, OpFoldResult count) {
+  int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  return tensor::ExtractSliceOp::create(
+             b, loc, weight, ArrayRef<OpFoldResult>{from, b.getIndexAttr(0)},
+             ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
+             ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
+      .getResult();
+}
+
+/// out[t, r] = sum_k X[t, k] * W[r, k] over all of `weight`'s rows.
+Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value init) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr t, r, k;
+  bindDims(ctx, t, r, k);
+  auto fastMath = reductionFastMath(b);
+  return buildGeneric(
+      b, loc, ValueRange{input, weight},
+      linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+          ->getResult(0),
+      {AffineMap::get(3, 0, {t, k}, ctx), AffineMap::get(3, 0, {r, k}, ctx),
+       AffineMap::get(3, 0, {t, r}, ctx)},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction},
+      multiplyAccumulate(fastMath));
 }
 
 } // namespace mlir::quill

@@ -59,17 +59,11 @@ Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales);
 
 /// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t] (zero-filled):
 /// attention scores of query heads [kv head, group, d] over keys
-/// [position, kv head, d]. Small heads take a vector microkernel
-/// (AttentionScores.cpp), others a linalg.generic.
-Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
-/// The linalg.generic form of attentionScores, whatever the head size.
+/// [position, kv head, d], as a linalg.generic.
 Value attentionScoresGeneric(OpBuilder &b, Location loc, Value query, Value keys, Value init);
-/// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d]. Small heads
-/// take a vector microkernel with the sums in registers
-/// (AttentionScores.cpp); others a linalg.generic whose loops run
-/// (k, g, t, d): the innermost along contiguous rows of V and the output.
-Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
-/// The linalg.generic form of attentionWeightedSum.
+/// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d], as a
+/// linalg.generic whose loops run (k, g, t, d): the innermost along
+/// contiguous rows of V and the output.
 Value attentionWeightedSumGeneric(OpBuilder &b, Location loc, Value probs, Value values,
                                   Value init);
 /// The query heads [kv head, group, d] times 1/sqrt(head_dim): scores of
@@ -92,6 +86,24 @@ Value f32Constant(OpBuilder &b, Location loc, float value);
 /// `row` ([width]) into row `at` of the 2-D tensor `into`.
 Value insertRow(OpBuilder &b, Location loc, Value row, Value into, OpFoldResult at,
                 OpFoldResult width);
+
+/// Index arithmetic that stays a static attribute when its inputs are.
+OpFoldResult mulIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k);
+OpFoldResult divIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k);
+OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y);
+OpFoldResult subIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y);
+
+/// Rows [from, from + count) of the matrix `weight` ([rows, width]).
+Value sliceRows(OpBuilder &b, Location loc, Value weight, OpFoldResult from, OpFoldResult count);
+
+/// y[r] = sum_k W[r, k] * x[k] over all `rows` rows of `weight`, one row at
+/// a time, into `init` (zero-filled first).
+Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult rows,
+                     Value init);
+
+/// out[t, r] = sum_k X[t, k] * W[r, k] over all of `weight`'s rows, into
+/// `init` (zero-filled first).
+Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value init);
 
 /// `value` as the op's declared result type (a tensor.cast where they differ).
 Value castTo(OpBuilder &b, Location loc, Value value, Type type);

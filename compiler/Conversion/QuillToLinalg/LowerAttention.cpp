@@ -1,6 +1,6 @@
 // quill.attention -> scores, softmax and weighted sum as linalg.generic ops
 // over [kv head, query head in group, position], for kv heads [begin, end).
-#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
+#include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -15,8 +15,9 @@ using namespace mlir::quill;
 namespace {
 
 struct LowerAttention : OpRewritePattern<AttentionOp> {
-  LowerAttention(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
-  LaneMode lanes; ///< Query-row tiles: a warp per row.
+  LowerAttention(MLIRContext *ctx, std::shared_ptr<const KernelBuilder> builder)
+      : OpRewritePattern(ctx), builder(std::move(builder)) {}
+  std::shared_ptr<const KernelBuilder> builder; ///< Scores and weighted sums.
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -33,8 +34,6 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       rewriter.replaceOp(op, castTo(b, loc, flat, op.getType()));
       return success();
     }
-    if (op.getTileRows() && lanes != LaneMode::None)
-      return lowerRowTileOverLanes(op, rewriter);
     if (op.getTileRows())
       return lowerRowTile(op, rewriter);
     // T query rows: row t is at position pos + t and sees positions 0..pos+t
@@ -76,23 +75,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   }
 
-  /// tile_rows with a warp per (query row, kv head) (LaneAttention.cpp).
-  LogicalResult lowerRowTileOverLanes(AttentionOp op, PatternRewriter &b) const {
-    Location loc = op.getLoc();
-    const int64_t rowWidth = op.getQuery().getType().getDimSize(1) / op.getNumKvHeads();
-    Value first = op.getTile()[0], last = op.getTile()[1];
-    Value units = arith::SubIOp::create(b, loc, last, first);
-    Value init = tensor::EmptyOp::create(
-        b, loc, ArrayRef<OpFoldResult>{units, b.getIndexAttr(rowWidth)}, b.getF32Type());
-    Value result = laneAttentionRows(b, loc, lanes, op, first, last, init);
-    if (lanes == LaneMode::Gpu)
-      markWarpKernel(op);
-    b.replaceOp(op, castTo(b, loc, result, op.getType()));
-    return success();
-  }
-
   /// tile_rows: units [b, e) of (query row, kv head), one after another.
-  static LogicalResult lowerRowTile(AttentionOp op, PatternRewriter &b) {
+  LogicalResult lowerRowTile(AttentionOp op, PatternRewriter &b) const {
     Location loc = op.getLoc();
     auto queryType = op.getQuery().getType();
     const int64_t width = queryType.getDimSize(1);
@@ -123,8 +107,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
 
   /// One query vector at `pos` over cached positions 0..pos, kv heads
   /// [begin, begin + units): the flattened [units, group, head_dim] output.
-  static Value attendOne(OpBuilder &b, Location loc, AttentionOp op, Value queryVector, Value pos,
-                         OpFoldResult begin, OpFoldResult units) {
+  Value attendOne(OpBuilder &b, Location loc, AttentionOp op, Value queryVector, Value pos,
+                  OpFoldResult begin, OpFoldResult units) const {
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
@@ -160,11 +144,11 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     Value scores = scratchSlice(b, loc, {kvHeads, group, context},
                                 {units, index(group), positions}, 0.0f);
     query = scaleQuery(b, loc, query, kvHeads, group, units, headDim);
-    scores = attentionScores(b, loc, query, keys, scores);
+    scores = builder->attentionScores(b, loc, query, keys, scores);
     auto [exps, sums] = softmaxNumerators(b, loc, scores, kvHeads, group, units); // Unnormalized.
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
                              {units, index(group), index(headDim)}, 0.0f);
-    out = divideRows(b, loc, attentionWeightedSum(b, loc, exps, values, out), sums);
+    out = divideRows(b, loc, builder->attentionWeightedSum(b, loc, exps, values, out), sums);
     return tensor::CollapseShapeOp::create(b, loc, out,
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }
@@ -172,6 +156,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes) {
-  patterns.add<LowerAttention>(patterns.getContext(), lanes);
+void mlir::quill::populateLowerAttentionPatterns(RewritePatternSet &patterns,
+                                                 std::shared_ptr<const KernelBuilder> builder) {
+  patterns.add<LowerAttention>(patterns.getContext(), std::move(builder));
 }

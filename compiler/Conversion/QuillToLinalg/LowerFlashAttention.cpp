@@ -1,6 +1,5 @@
 // quill.attention_partial / quill.attention_merge -> linalg: attention over
 // chunks of the cache, then the chunks combined in a fixed order.
-#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -11,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::quill;
@@ -20,14 +20,40 @@ namespace {
 using utils::IteratorType;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// A chunk's softmax statistics over scores [group, positions]: each row's
+/// maximum, exp(score - max) in place, and each row's sum of those.
+std::tuple<Value, Value, Value> chunkSoftmax(OpBuilder &b, Location loc, Value scores,
+                                             int64_t group) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr g, t;
+  bindDims(ctx, g, t);
+  auto map2 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(2, 0, e, ctx); };
+  SmallVector<IteratorType> reduceT = {IteratorType::parallel, IteratorType::reduction};
+  Value max = buildGeneric(
+      b, loc, ValueRange{scores}, filledTensor(b, loc, {b.getIndexAttr(group)}, kNegInf),
+      {map2({g, t}), map2({g})}, reduceT,
+      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+        return arith::MaximumFOp::create(bb, bl, args[1], args[0]);
+      });
+  Value exps = buildGeneric(
+      b, loc, ValueRange{max}, scores, {map2({g}), map2({g, t})},
+      {IteratorType::parallel, IteratorType::parallel},
+      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+        return math::ExpOp::create(bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
+      });
+  Value sum = buildGeneric(
+      b, loc, ValueRange{exps}, filledTensor(b, loc, {b.getIndexAttr(group)}, 0.0f),
+      {map2({g, t}), map2({g})}, reduceT,
+      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+        return arith::AddFOp::create(bb, bl, args[1], args[0]);
+      });
+  return {max, exps, sum};
+}
+
 struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
-  LowerAttentionPartial(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
-  LaneMode lanes; ///< A warp per unit where chunk and head_dim allow.
+  using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttentionPartialOp op, PatternRewriter &rewriter) const override {
-    if (lanes != LaneMode::None && op.getChunk() % kWarpLanes == 0 &&
-        op.getHeadDim() % kWarpLanes == 0)
-      return lowerOverLanes(op, rewriter);
     Location loc = op.getLoc();
     PatternRewriter &b = rewriter;
     MLIRContext *ctx = b.getContext();
@@ -90,7 +116,6 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
           AffineExpr g, t, d;
           bindDims(ctx, g, t, d);
           auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
-          auto map2 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(2, 0, e, ctx); };
           // scores[g, t] = q[g] . K[t] / sqrt(head_dim)
           Value scores = scratchSlice(nb, l, {group, chunk}, {index(nb, group), nf}, 0.0f);
           scores = buildGeneric(nb, l, ValueRange{q, k}, scores,
@@ -102,27 +127,7 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
                                     [&](OpBuilder &bb, Location bl, ValueRange args) -> Value {
                                       return arith::DivFOp::create(bb, bl, args[0], root);
                                     });
-          AffineExpr g2, t2;
-          bindDims(ctx, g2, t2);
-          SmallVector<IteratorType> reduceT = {IteratorType::parallel, IteratorType::reduction};
-          Value max = buildGeneric(
-              nb, l, ValueRange{scores}, filledTensor(nb, l, {index(nb, group)}, kNegInf),
-              {map2({g2, t2}), map2({g2})}, reduceT,
-              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-                return arith::MaximumFOp::create(bb, bl, args[1], args[0]);
-              });
-          Value exps = buildGeneric(
-              nb, l, ValueRange{max}, scores, {map2({g2}), map2({g2, t2})},
-              {IteratorType::parallel, IteratorType::parallel},
-              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-                return math::ExpOp::create(bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
-              });
-          Value sum = buildGeneric(
-              nb, l, ValueRange{exps}, filledTensor(nb, l, {index(nb, group)}, 0.0f),
-              {map2({g2, t2}), map2({g2})}, reduceT,
-              [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-                return arith::AddFOp::create(bb, bl, args[1], args[0]);
-              });
+          auto [max, exps, sum] = chunkSoftmax(nb, l, scores, group);
           // o[g, d] = sum_t e[g, t] V[t, d], loops (g, t, d).
           Value o = buildGeneric(
               nb, l, ValueRange{exps, v},
@@ -153,36 +158,7 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
     return success();
   }
-
-  /// A warp per unit (LaneAttention.cpp).
-  LogicalResult lowerOverLanes(AttentionPartialOp op, PatternRewriter &rewriter) const;
 };
-
-} // namespace
-
-LogicalResult LowerAttentionPartial::lowerOverLanes(AttentionPartialOp op,
-                                                    PatternRewriter &rewriter) const {
-  Location loc = op.getLoc();
-  const int64_t units = op.getNumKvHeads() * op.getChunks();
-  Value first = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value last = arith::ConstantIndexOp::create(rewriter, loc, units);
-  if (op.isTiled()) {
-    first = op.getTile()[0];
-    last = op.getTile()[1];
-  }
-  Value count = arith::SubIOp::create(rewriter, loc, last, first);
-  const int64_t rowWidth = op.getGroup() * (op.getHeadDim() + 2);
-  Value init = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(rowWidth)},
-      rewriter.getF32Type());
-  Value result = laneAttentionPartial(rewriter, loc, lanes, op, first, last, init);
-  if (lanes == LaneMode::Gpu)
-    markWarpKernel(op);
-  rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
-  return success();
-}
-
-namespace {
 
 struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -340,8 +316,7 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns,
-                                                      LaneMode lanes) {
-  patterns.add<LowerAttentionPartial>(patterns.getContext(), lanes);
+void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttentionPartial>(patterns.getContext());
   patterns.add<LowerAttentionMerge>(patterns.getContext());
 }

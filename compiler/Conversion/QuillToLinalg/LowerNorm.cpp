@@ -1,7 +1,7 @@
 // quill.rmsnorm -> a sum-of-squares reduction per row, a per-row scale, and a
 // scaled elementwise product (the order of llama2.c's rmsnorm). Works on one
 // vector or on T rows ([T, width]) alike.
-#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
+#include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -14,8 +14,10 @@ using namespace mlir::quill;
 namespace {
 
 struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
-  LowerRMSNorm(MLIRContext *ctx, LaneMode lanes) : OpRewritePattern(ctx), lanes(lanes) {}
-  LaneMode lanes; ///< Tiles: the sum of squares shared by a warp's lanes.
+  LowerRMSNorm(MLIRContext *ctx, std::shared_ptr<const KernelBuilder> builder)
+      : OpRewritePattern(ctx), builder(std::move(builder)) {}
+  /// A tile's RMS scales (on the GPU, its sum of squares shared by a warp).
+  std::shared_ptr<const KernelBuilder> builder;
 
   /// A tile (the GPU's units): elements [b, e) of one vector, each scaled
   /// by the whole vector's root mean square, or rows [b, e) of [T, width].
@@ -34,7 +36,7 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
     }
     // One scale (0-d) for a vector's elements, one per row of the tile.
-    Value scales = rmsScales(b, loc, lanes, input, eps);
+    Value scales = builder->rmsScales(b, loc, input, eps);
     SmallVector<OpFoldResult> shape = {count};
     if (rows)
       shape.push_back(b.getIndexAttr(op.getInput().getType().getDimSize(1)));
@@ -56,8 +58,7 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
           }
           return arith::MulFOp::create(nb, l, w, arith::MulFOp::create(nb, l, s, x));
         });
-    if (lanes == LaneMode::Gpu)
-      markWarpKernel(op);
+    builder->noteLowered(op);
     b.replaceOp(op, castTo(b, loc, result, op.getType()));
     return success();
   }
@@ -97,6 +98,7 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerNormPatterns(RewritePatternSet &patterns, LaneMode lanes) {
-  patterns.add<LowerRMSNorm>(patterns.getContext(), lanes);
+void mlir::quill::populateLowerNormPatterns(RewritePatternSet &patterns,
+                                            std::shared_ptr<const KernelBuilder> builder) {
+  patterns.add<LowerRMSNorm>(patterns.getContext(), std::move(builder));
 }

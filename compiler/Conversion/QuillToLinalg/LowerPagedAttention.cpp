@@ -3,6 +3,7 @@
 //
 // Each row reads only its own sequence's blocks in position order, so its
 // result is the same whatever the other rows of the batch are.
+#include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -16,7 +17,9 @@ using namespace mlir::quill;
 namespace {
 
 struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerPagedAttention(MLIRContext *ctx, std::shared_ptr<const KernelBuilder> builder)
+      : OpRewritePattern(ctx), builder(std::move(builder)) {}
+  std::shared_ptr<const KernelBuilder> builder; ///< Scores and weighted sums.
 
   LogicalResult matchAndRewrite(PagedAttentionOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -48,7 +51,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
 
   /// Row t's query over positions 0..positions[t] of its sequence: the
   /// flattened [kv heads, group, head_dim] output.
-  static Value attendRow(OpBuilder &b, Location loc, PagedAttentionOp op, Value t) {
+  Value attendRow(OpBuilder &b, Location loc, PagedAttentionOp op, Value t) const {
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
@@ -126,7 +129,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
           auto [offsets, sizes] = scoreSlice(nb, carried[0], r);
           Value part = tensor::ExtractSliceOp::create(nb, l, carried[0], offsets, sizes,
                                                       unitStrides);
-          part = attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len), part);
+          part = builder->attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len), part);
           Value next = tensor::InsertSliceOp::create(nb, l, part, carried[0], offsets, sizes,
                                                      unitStrides);
           scf::YieldOp::create(nb, l, ValueRange{next});
@@ -144,7 +147,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
           BlockRange r = blockRange(nb, l, j);
           auto [offsets, sizes] = scoreSlice(nb, probs, r);
           Value part = tensor::ExtractSliceOp::create(nb, l, probs, offsets, sizes, unitStrides);
-          Value next = attentionWeightedSum(nb, l, part,
+          Value next = builder->attentionWeightedSum(nb, l, part,
                                             blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
@@ -155,6 +158,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerPagedAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerPagedAttention>(patterns.getContext());
+void mlir::quill::populateLowerPagedAttentionPatterns(
+    RewritePatternSet &patterns, std::shared_ptr<const KernelBuilder> builder) {
+  patterns.add<LowerPagedAttention>(patterns.getContext(), std::move(builder));
 }

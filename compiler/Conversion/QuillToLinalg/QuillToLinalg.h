@@ -1,29 +1,42 @@
 // Rewrite patterns from quill compute ops to linalg on tensors, by op family.
+// Patterns whose ops reduce (products, norms, attention) build their
+// reductions through a KernelBuilder: genericKernelBuilder() for the
+// target-neutral lowering, a target's own in its lowering passes.
 #pragma once
 
-#include "compiler/Conversion/QuillToLinalg/LaneReduction.h"
+#include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <memory>
+
 namespace mlir::quill {
 
-/// quill.linear, quill.logits and quill.project_qkv: matrix-vector
-/// products, their reductions spread over a warp's lanes per `lanes`.
-void populateLowerMatVecPatterns(RewritePatternSet &patterns, bool prefetchWeights,
-                                 LaneMode lanes);
-/// quill.rmsnorm; element tiles with the sum of squares spread per `lanes`.
-void populateLowerNormPatterns(RewritePatternSet &patterns, LaneMode lanes);
+/// quill.linear, quill.logits and quill.project_qkv: matrix-vector and
+/// matrix-matrix products with their epilogues.
+void populateLowerMatVecPatterns(RewritePatternSet &patterns,
+                                 std::shared_ptr<const KernelBuilder> builder);
+/// quill.rmsnorm.
+void populateLowerNormPatterns(RewritePatternSet &patterns,
+                               std::shared_ptr<const KernelBuilder> builder);
 /// quill.add, quill.swiglu, quill.rope.
 void populateLowerElementwisePatterns(RewritePatternSet &patterns);
 /// quill.embedding and quill.kv_write: reads and writes of state.
 void populateLowerStatePatterns(RewritePatternSet &patterns);
-/// quill.attention; query-row tiles (prefill on the GPU) a warp per row per
-/// `lanes`.
-void populateLowerAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes);
-/// quill.attention_partial and quill.attention_merge (flash-decoding); the
-/// partials a warp per unit per `lanes`.
-void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns, LaneMode lanes);
+/// quill.attention (one query, or T query rows).
+void populateLowerAttentionPatterns(RewritePatternSet &patterns,
+                                    std::shared_ptr<const KernelBuilder> builder);
+/// quill.attention_partial and quill.attention_merge (flash-decoding).
+void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns);
 /// quill.paged_attention: per row, through its block table.
-void populateLowerPagedAttentionPatterns(RewritePatternSet &patterns);
+void populateLowerPagedAttentionPatterns(RewritePatternSet &patterns,
+                                         std::shared_ptr<const KernelBuilder> builder);
+/// Every pattern above, the reducing ones with `builder`.
+void populateQuillToLinalgPatterns(RewritePatternSet &patterns,
+                                   std::shared_ptr<const KernelBuilder> builder);
+
+/// Ops that may remain after lowering to linalg: the schedule, its
+/// dispatches, and the references to weights and caches.
+bool isLoweredQuillOp(Operation *op);
 
 } // namespace mlir::quill

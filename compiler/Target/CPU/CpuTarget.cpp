@@ -1,125 +1,174 @@
-// Host CPU detection, LLVM IR translation and optimization, and emission.
-#include "compiler/Target/CPU/CpuTarget.h"
+// The CPU target: the shared stages with the CPU's microkernels, then the
+// LLVM dialect, LLVM IR and host machine code, linked into a shared object.
+// With --emulate-cuda-kernels it borrows the CUDA target's kernel passes so
+// that the GPU's kernel semantics run (and are tested) on the CPU.
+#include "compiler/Target/CPU/CpuMachine.h"
+#include "compiler/Target/CPU/Passes.h"
+#include "compiler/Target/CUDA/Passes.h"
+#include "compiler/Target/Target.h"
 
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/SystemLibraries.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
+#include "compiler/Pipeline/SharedStages.h"
 
-#include <set>
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace quill {
 
-ErrorOr<std::shared_ptr<CpuTarget>> CpuTarget::create(const CpuTargetOptions &options) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::InitializeNativeTargetAsmParser();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return Status::error("no LLVM target for " + triple.str() + ": " + error);
+namespace {
 
-  auto result = std::make_shared<CpuTarget>();
-  if (options.cpu.empty() || options.cpu == "native" || options.cpu == "host") {
-    result->cpu_ = llvm::sys::getHostCPUName().str();
-    std::vector<std::string> features;
-    for (const auto &feature : llvm::sys::getHostCPUFeatures())
-      features.push_back((feature.second ? "+" : "-") + feature.getKey().str());
-    std::sort(features.begin(), features.end());
-    for (const std::string &f : features)
-      result->features_ += (result->features_.empty() ? "" : ",") + f;
-  } else {
-    // Checked before the target machine exists: LLVM would only warn.
-    std::unique_ptr<llvm::MCSubtargetInfo> generic(
-        target->createMCSubtargetInfo(triple, "generic", ""));
-    if (!generic || !generic->isCPUStringValid(options.cpu))
-      return Status::error("unknown --cpu '" + options.cpu +
-                           "' (try x86-64-v3, x86-64-v4, znver4, native)");
-    result->cpu_ = options.cpu;
+class CpuTarget final : public Target {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  llvm::StringRef summary() const override {
+    return "the host CPU (or --cpu NAME): a shared object of AVX-512/AVX2 kernels";
   }
-  llvm::TargetOptions targetOptions;
-  result->machine_.reset(target->createTargetMachine(
-      triple, result->cpu_, result->features_, targetOptions, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!result->machine_)
-    return Status::error("cannot create a target machine for CPU '" + result->cpu_ + "'");
-  return result;
-}
+  const std::vector<std::string> &stages() const override {
+    static const std::vector<std::string> names = {
+        "quill", "kernels", "linalg", "loops", "llvm-dialect", "llvm", "asm"};
+    return names;
+  }
+  size_t numMlirStages() const override { return 5; }
+  int64_t defaultAttentionChunk(const PipelineOptions &options) const override {
+    // Emulated GPU units are threads: short chunks give many of them.
+    return options.emulateCudaKernels ? 32 : 256;
+  }
+  bool supportsBatchStep() const override { return true; }
 
-std::string CpuTarget::description() const {
-  return "cpu=" + cpu_ + " required=" + requiredFeatures();
-}
-
-std::string CpuTarget::requiredFeatures() const {
-  // The ISA extensions that change the generated vector code; the runtime
-  // refuses an artifact whose host lacks one of them.
-  static const char *kChecked[] = {"avx", "avx2", "fma", "f16c", "avx512f",
-                                   "avx512vl", "avx512bw", "avx512dq"};
-  const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
-  std::string out;
-  for (const char *feature : kChecked)
-    if (info->checkFeatures(std::string("+") + feature))
-      out += (out.empty() ? "" : ",") + std::string(feature);
-  return out;
-}
-
-ErrorOr<std::unique_ptr<llvm::Module>> CpuTarget::translate(mlir::ModuleOp module,
-                                                            llvm::LLVMContext &context) {
-  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
-  if (!llvmModule)
-    return Status::error("translation of the LLVM dialect to LLVM IR failed");
-  llvmModule->setDataLayout(machine_->createDataLayout());
-  llvmModule->setTargetTriple(machine_->getTargetTriple());
-  for (llvm::Function &function : *llvmModule) {
-    if (function.isDeclaration())
-      continue;
-    function.addFnAttr("target-cpu", cpu_);
-    if (!features_.empty())
-      function.addFnAttr("target-features", features_);
-    function.addFnAttr(llvm::Attribute::NoUnwind);
+  Status checkOptions(const PipelineOptions &options) const override {
+    if (!options.warpReductions && !options.emulateCudaKernels)
+      return Status::error("--no-warp-reductions applies to --target=cuda and "
+                           "--emulate-cuda-kernels only");
+    auto machine = CpuMachine::create({options.cpu}); // An unknown --cpu.
+    return machine ? Status::ok() : machine.status();
   }
 
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager cgscc;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(machine_.get());
-  // glibc's libmvec gives the vectorizer vector expf/sinf/cosf (softmax,
-  // SwiGLU); libm, which the kernel library links, pulls it in.
-  llvm::TargetLibraryInfoImpl libraryInfo(machine_->getTargetTriple());
-  libraryInfo.addVectorizableFunctionsFromVecLib(llvm::VectorLibrary::LIBMVEC,
-                                                 machine_->getTargetTriple());
-  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(libraryInfo); });
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager pipeline =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  pipeline.run(*llvmModule, modules);
-  return llvmModule;
-}
+  mlir::LogicalResult addStagePasses(mlir::OpPassManager &pm, llvm::StringRef stage,
+                                     const PipelineOptions &options) const override {
+    const bool emulate = options.emulateCudaKernels;
+    if (stage == "quill") {
+      addQuillStage(pm, options, options.attentionChunk.value_or(defaultAttentionChunk(options)));
+    } else if (stage == "kernels") {
+      if (emulate)
+        pm.addPass(mlir::quill::createCudaSplitUnits());
+      addOutlineKernels(pm, options);
+    } else if (stage == "linalg") {
+      if (emulate) {
+        // The GPU's kernels, one unit per call, on one CPU thread each.
+        if (options.warpReductions) {
+          mlir::quill::CudaWarpKernelsOptions warps;
+          warps.lanes = "emulate";
+          pm.addPass(mlir::quill::createCudaWarpKernels(warps));
+        }
+        addNeutralLowering(pm);
+        mlir::quill::SpecializeGpuUnitsOptions units;
+        units.loopUnits = true;
+        pm.addPass(mlir::quill::createSpecializeGpuUnits(units));
+      } else {
+        auto width = vectorWidth(options);
+        if (!width)
+          return mlir::failure();
+        mlir::quill::CpuLowerKernelsOptions kernels;
+        kernels.vectorWidth = *width;
+        kernels.prefetchWeights = options.prefetchWeights;
+        pm.addPass(mlir::quill::createCpuLowerKernels(kernels));
+        addNeutralLowering(pm);
+      }
+      addCleanup(pm);
+    } else if (stage == "loops") {
+      addLoopsStage(pm);
+    } else if (stage == "llvm-dialect") {
+      addLLVMDialectStage(pm, emulate);
+    } else {
+      return mlir::failure();
+    }
+    return mlir::success();
+  }
 
-ErrorOr<std::string> CpuTarget::emit(llvm::Module &module, bool assembly) {
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream stream(buffer);
-  llvm::legacy::PassManager passes;
-  if (machine_->addPassesToEmitFile(passes, stream, nullptr,
-                                    assembly ? llvm::CodeGenFileType::AssemblyFile
-                                             : llvm::CodeGenFileType::ObjectFile))
-    return Status::error("the target cannot emit this file type");
-  passes.run(module);
-  return std::string(buffer.begin(), buffer.end());
-}
+  ErrorOr<std::optional<TargetPayload>> finish(mlir::ModuleOp module,
+                                               const PipelineOptions &options,
+                                               std::optional<llvm::StringRef> emit,
+                                               llvm::raw_ostream &out,
+                                               const TextDump &dump) const override {
+    auto machine = CpuMachine::create({options.cpu});
+    if (!machine)
+      return machine.status();
+    llvm::LLVMContext llvmContext;
+    auto llvmModule = (*machine)->translate(module, llvmContext);
+    if (!llvmModule)
+      return llvmModule.status();
+    if (dump) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      (*llvmModule)->print(os, nullptr);
+      dump(text, "llvm-ir-optimized", "ll");
+      if (auto assembly = (*machine)->emit(**llvmModule, /*assembly=*/true))
+        dump(*assembly, "assembly", "s");
+    }
+    if (emit == llvm::StringRef("llvm")) {
+      (*llvmModule)->print(out, nullptr);
+      return std::optional<TargetPayload>();
+    }
+    auto code = (*machine)->emit(**llvmModule, /*assembly=*/emit == llvm::StringRef("asm"));
+    if (!code)
+      return code.status();
+    if (emit) {
+      out << *code;
+      return std::optional<TargetPayload>();
+    }
+    auto library = linkSharedObject(*code);
+    if (!library)
+      return library.status();
+    return std::optional<TargetPayload>(
+        TargetPayload{SectionKind::KernelLibrary, library.take(), (*machine)->description()});
+  }
+
+private:
+  /// f32 lanes of the CPU's widest vectors (16 with AVX-512, 8 with AVX2).
+  static std::optional<int64_t> vectorWidth(const PipelineOptions &options) {
+    auto machine = CpuMachine::create({options.cpu}); // checkOptions reports a bad one.
+    if (!machine)
+      return std::nullopt;
+    return (*machine)->vectorWidth();
+  }
+
+  /// Vectors unrolled to scalars and LLVM vectors, loops to branches, and
+  /// everything to the LLVM dialect; kernels then get the runtime's ABI.
+  static void addLLVMDialectStage(mlir::OpPassManager &pm, bool emulate) {
+    if (emulate) {
+      mlir::quill::ApproximateMathOptions approximate;
+      approximate.everywhere = true;
+      pm.addPass(mlir::quill::createApproximateMath(approximate));
+    }
+    addVectorAndLoopLowering(pm, /*reassociateFPReductions=*/true);
+    pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(mlir::createConvertMathToLLVMPass());
+    pm.addPass(mlir::createArithToLLVMConversionPass());
+    pm.addPass(mlir::createConvertIndexToLLVMPass());
+    mlir::ConvertFuncToLLVMPassOptions functions;
+    functions.useBarePtrCallConv = true;
+    pm.addPass(mlir::createConvertFuncToLLVMPass(functions));
+    pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+    pm.addPass(mlir::createUBToLLVMConversionPass());
+    pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+    pm.addPass(mlir::quill::createEmitKernelABI());
+    pm.addPass(mlir::createCanonicalizerPass());
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Target> createCpuTarget() { return std::make_unique<CpuTarget>(); }
 
 } // namespace quill

@@ -1,5 +1,5 @@
 // Links the kernels' object file into a shared object with ld.lld.
-#include "compiler/Target/CPU/CpuTarget.h"
+#include "compiler/Target/CPU/CpuMachine.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -22,6 +22,18 @@ def Quill_Dialect : Dialect {
     buffer bindings, which the runtime executes.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Markers passes leave on functions and ops for later passes, declared
+  // here so that they are named once (QuillDialect::get*AttrHelper()).
+  let discardableAttrs = (ins
+    // On a kernel func.func made by quill-outline-kernels.
+    "::mlir::UnitAttr":$kernel,
+    // On a kernel whose unit of work a warp runs: its lane count (32).
+    "::mlir::IntegerAttr":$warp_lanes,
+    // On a compute op before outlining: how a target splits its work into
+    // units instead of the default ("rows": a unit per leading row or
+    // element; "query-rows": attention's (query row, kv head) pairs).
+    "::mlir::StringAttr":$units
+  );
 }
 
 class Quill_Op<string mnemonic, list<Trait> traits = []>

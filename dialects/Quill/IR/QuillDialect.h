@@ -12,5 +12,7 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Quill/IR/QuillAttrs.h.inc"
 
+#include "dialects/Quill/IR/QuillInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Quill/IR/QuillOps.h.inc"

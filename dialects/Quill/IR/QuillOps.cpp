@@ -422,5 +422,23 @@ LogicalResult DispatchOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Caches updated in place (CacheUpdateOpInterface)
+//===----------------------------------------------------------------------===//
+
+SmallVector<std::pair<unsigned, Value>> KVWriteOp::getUpdatedCaches() {
+  return {{0, getCache()}};
+}
+
+SmallVector<std::pair<unsigned, Value>> PagedKVWriteOp::getUpdatedCaches() {
+  return {{0, getCache()}};
+}
+
+SmallVector<std::pair<unsigned, Value>> ProjectQKVOp::getUpdatedCaches() {
+  return {{1, getKeys()}, {2, getValues()}};
+}
+
+#include "dialects/Quill/IR/QuillInterfaces.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/Quill/IR/QuillOps.cpp.inc"

@@ -4,6 +4,7 @@
 
 include "dialects/Quill/IR/QuillBase.td"
 include "dialects/Quill/IR/QuillAttrs.td"
+include "dialects/Quill/IR/QuillInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 
@@ -54,7 +55,8 @@ def Quill_KVCacheOp : Quill_Op<"kv_cache", [Pure]> {
 }
 
 def Quill_KVWriteOp : Quill_Op<"kv_write",
-    [AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<Quill_CacheUpdateOpInterface>, Quill_TiledOpInterface,
+     AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
   let summary = "Stores the key or value row of position `pos` into a cache";
   let description = [{
     Returns `cache` with row `pos` replaced by `row` (or, for T rows, rows
@@ -71,9 +73,6 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $row `into` $cache `at` $pos (`tile` `[` $tile^ `]`)? attr-dict `:` type($row) `into` type($cache)
-  }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -125,7 +124,7 @@ def Quill_SliceOp : Quill_Op<"slice", [Pure]> {
 // Compute
 //===----------------------------------------------------------------------===//
 
-def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
+def Quill_EmbeddingOp : Quill_Op<"embedding", [Quill_TiledOpInterface, Pure]> {
   let summary = "Looks up the embedding row of a token";
   let description = [{
     ```mlir
@@ -139,13 +138,10 @@ def Quill_EmbeddingOp : Quill_Op<"embedding", [Pure]> {
   let assemblyFormat = [{
     $table `[` $token `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `->` type($result)
   }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
-  }];
   let hasVerifier = 1;
 }
 
-def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Pure]> {
+def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Quill_TiledOpInterface, Pure]> {
   let summary = "Looks up the embedding rows of T tokens (a prefill chunk)";
   let description = [{
     Inside a kernel, `tile [%b, %e]` restricts the op to token rows
@@ -159,9 +155,6 @@ def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Pure]> {
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $table `[` $tokens `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `,` type($tokens) `->` type($result)
-  }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }
@@ -183,7 +176,7 @@ def Quill_RowOp : Quill_Op<"row", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure]> {
+def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
   let summary = "Root-mean-square normalization scaled by a weight";
   let description = [{
     `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`. Inside
@@ -202,14 +195,11 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Pure]> {
     $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,` type($weight)
     custom<TiledResult>(ref(type($input)), type($result))
   }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
-  }];
   let hasVerifier = 1;
 }
 
 class Quill_MatVecOp<string mnemonic>
-    : Quill_Op<mnemonic, [Pure, AttrSizedOperandSegments]> {
+    : Quill_Op<mnemonic, [Quill_TiledOpInterface, Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
                        Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
                        Optional<Index>:$rows,
@@ -222,8 +212,6 @@ class Quill_MatVecOp<string mnemonic>
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether this op computes only the rows [tile[0], tile[1]) (in a kernel).
-    bool isTiled() { return !getTile().empty(); }
     /// Weight rows per result element: 2 with the SwiGLU epilogue.
     int64_t getRowsPerOutput() { return getSwiglu() ? 2 : 1; }
   }];
@@ -262,7 +250,8 @@ def Quill_LogitsOp : Quill_MatVecOp<"logits"> {
 }
 
 def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
-    [MemoryEffects<[MemWrite]>,
+    [DeclareOpInterfaceMethods<Quill_CacheUpdateOpInterface>, Quill_TiledOpInterface,
+     MemoryEffects<[MemWrite]>,
      AllTypesMatch<["keys", "values", "new_keys", "new_values"]>]> {
   let summary = "The QKV projection with rotary embedding and the KV-cache write as epilogue";
   let description = [{
@@ -290,7 +279,6 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
     /// Elements of a cache row: the width of K and of V.
     int64_t getKvWidth() { return getKeys().getType().getDimSize(1); }
     /// Rows of Q: the weight's rows less K and V.
@@ -300,7 +288,7 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
   }];
 }
 
-def Quill_RoPEOp : Quill_Op<"rope", [Pure, AttrSizedOperandSegments]> {
+def Quill_RoPEOp : Quill_Op<"rope", [Quill_TiledOpInterface, Pure, AttrSizedOperandSegments]> {
   let summary = "Rotary position embedding of interleaved pairs, per head";
   let description = [{
     For each pair `(x[2j], x[2j+1])` of the input, with `d = 2j mod head_dim`,
@@ -323,13 +311,10 @@ def Quill_RoPEOp : Quill_Op<"rope", [Pure, AttrSizedOperandSegments]> {
     $input `at` $pos (`rows` $rows^)? (`tile` `[` $tile^ `]`)? attr-dict `:` type($input)
     custom<RowPositions>(type($pos)) custom<TiledResult>(ref(type($input)), type($result))
   }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
-  }];
   let hasVerifier = 1;
 }
 
-def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
+def Quill_AttentionOp : Quill_Op<"attention", [Quill_TiledOpInterface, Pure]> {
   let summary = "Multi-head attention of one query over cached positions 0..pos";
   let description = [{
     For each query head `h` (kv head `h / (num_heads / num_kv_heads)`):
@@ -358,7 +343,6 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
     int64_t getHeadDim() {
       auto type = getQuery().getType();
       return type.getDimSize(type.getRank() - 1) / getNumHeads();
@@ -367,7 +351,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Pure]> {
 }
 
 def Quill_PagedKVWriteOp : Quill_Op<"paged_kv_write",
-    [AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<Quill_CacheUpdateOpInterface>,
+     AllTypesMatch<["cache", "result"]>, MemoryEffects<[MemWrite]>]> {
   let summary = "Stores each row's keys or values through its block table";
   let description = [{
     Row `t` of `rows` goes to position `p = positions[t]` of its sequence:
@@ -392,7 +377,7 @@ def Quill_PagedKVWriteOp : Quill_Op<"paged_kv_write",
 }
 
 def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
-    [Pure, AllTypesMatch<["keys", "values"]>]> {
+    [Quill_TiledOpInterface, Pure, AllTypesMatch<["keys", "values"]>]> {
   let summary = "Attention of each row over its own sequence in a paged cache";
   let description = [{
     Row `t` of `query` is one token of some sequence at position
@@ -420,13 +405,12 @@ def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
     int64_t getHeadDim() { return getQuery().getType().getDimSize(1) / getNumHeads(); }
     int64_t getBlockSize() { return getKeys().getType().getDimSize(1); }
   }];
 }
 
-def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Pure]> {
+def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Quill_TiledOpInterface, Pure]> {
   let summary = "Attention over one chunk of cached positions, unnormalized";
   let description = [{
     Flash-decoding's first half. Unit `u = k * chunks + c` covers kv head `k`
@@ -453,7 +437,6 @@ def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
     int64_t getHeadDim() { return getQuery().getType().getDimSize(0) / getNumHeads(); }
     int64_t getGroup() { return getNumHeads() / getNumKvHeads(); }
     int64_t getChunks() {
@@ -463,7 +446,7 @@ def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Pure]> {
   }];
 }
 
-def Quill_AttentionMergeOp : Quill_Op<"attention_merge", [Pure]> {
+def Quill_AttentionMergeOp : Quill_Op<"attention_merge", [Quill_TiledOpInterface, Pure]> {
   let summary = "Combines the chunks of quill.attention_partial, in chunk order";
   let description = [{
     Flash-decoding's second half: for each query head, with M the largest
@@ -484,9 +467,6 @@ def Quill_AttentionMergeOp : Quill_Op<"attention_merge", [Pure]> {
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = [{
     $partials (`tile` `[` $tile^ `]`)? attr-dict `:` type($partials) `->` type($result)
-  }];
-  let extraClassDeclaration = [{
-    bool isTiled() { return !getTile().empty(); }
   }];
   let hasVerifier = 1;
 }

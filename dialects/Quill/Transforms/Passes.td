@@ -1,4 +1,6 @@
-// Passes that transform the quill dialect.
+// Target-neutral passes over the quill dialect: import checks, fusions,
+// outlining into kernels, and the checks of the loops stage. Each target's
+// own passes are in compiler/Target/<target>/Passes.td.
 #ifndef QUILL_TRANSFORMS_PASSES_TD
 #define QUILL_TRANSFORMS_PASSES_TD
 
@@ -164,7 +166,9 @@ def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
     blob, caches offsets in the KV cache, activations offsets in scratch.
     Linear, logits and attention kernels are tiled: they compute the rows (or
     kv-head groups) `[begin, end)` of their output, so the runtime can split
-    them across threads.
+    them across threads. An op marked `quill.units` by a target's pass
+    (`"rows"`: a unit per leading row or element; `"query-rows"`: attention's
+    (query row, kv head) pairs, `tile_rows`) is split that way instead.
 
     Before:
     ```mlir
@@ -190,15 +194,7 @@ def OutlineKernels : Pass<"quill-outline-kernels", "ModuleOp"> {
   ];
   let options = [
     Option<"matvecGrain", "matvec-grain", "int64_t", /*default=*/"16",
-           "Output rows per work chunk of linear and logits kernels">,
-    Option<"attentionRows", "attention-rows", "bool", /*default=*/"false",
-           "Attention over T query rows (prefill) takes (query row, kv head) pairs "
-           "as its units (tile_rows) instead of kv heads: the GPU's tiling, where a "
-           "unit is one thread or warp and kv heads are few">,
-    Option<"rowUnits", "row-units", "bool", /*default=*/"false",
-           "Ops the CPU runs as one unit get units the GPU can spread over threads: "
-           "a prefill's rope, kv_write and embeddings one per token row, "
-           "attention_merge one per output element">
+           "Output rows per work chunk of linear and logits kernels">
   ];
 }
 
@@ -225,105 +221,6 @@ def CheckStaticMemory : Pass<"quill-check-static-memory", "ModuleOp"> {
     reported, naming the kernel and the buffer type, and so is a
     `memref.alloca` inside a loop (the stack would grow at every iteration).
   }];
-}
-
-def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
-  let summary = "Gives every dispatched kernel the runtime's uniform C ABI";
-  let description = [{
-    Runs on the LLVM dialect, after `convert-func-to-llvm` with bare-pointer
-    memrefs. Each dispatched kernel `@K(ptr..., i64 token, i64 pos, i64 begin,
-    i64 end)` is renamed `@K_body` (internal) and a new `@K(ptr bindings, i64
-    token, i64 pos, i64 begin, i64 end)` loads the argument pointers from the
-    `bindings` array and calls it. The runtime then calls every kernel through
-    one function-pointer type.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def SpecializeGpuUnits : Pass<"quill-specialize-gpu-units", "ModuleOp"> {
-  let summary = "Kernels compute exactly one unit of work per call (the GPU's thread)";
-  let description = [{
-    The CUDA target's step at the linalg stage, before bufferization. A CPU
-    kernel `K(..., begin, end)` computes units `[begin, end)` of any length,
-    so its temporaries are sized for the whole range: a prefill gate/up
-    kernel of the 110m shape keeps a 64x4096 buffer, 1 MiB, which as GPU
-    per-thread local memory would exceed CUDA's 512 KiB and fail at launch.
-    On the GPU every call is one unit (one thread), so this pass replaces
-    `end` by `begin + 1`, folds the shapes that follow, and shrinks each
-    temporary (`bufferization.alloc_tensor` read through one zero-offset
-    slice of static sizes) to its slice:
-
-    ```mlir
-    %n = arith.subi %end, %begin : index
-    %t = bufferization.alloc_tensor() : tensor<64x4096xf32>
-    %s = tensor.extract_slice %t[0, 0] [64, %n] [1, 1]
-    // becomes, with %end = %begin + 1 and %n = 1:
-    %s = bufferization.alloc_tensor() : tensor<64x1xf32>
-    ```
-  }];
-  let options = [
-    Option<"loopUnits", "loop-units", "bool", /*default=*/"false",
-           "Keep K(..., begin, end) as a loop calling the specialized K_unit once per "
-           "unit: the GPU's kernels on the CPU (quill-compile --emulate-cuda-kernels)">
-  ];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::tensor::TensorDialect",
-                           "mlir::bufferization::BufferizationDialect",
-                           "mlir::scf::SCFDialect", "mlir::func::FuncDialect"];
-}
-
-def WrapGpuKernels : Pass<"quill-wrap-gpu-kernels", "ModuleOp"> {
-  let summary = "Moves the kernels into a gpu.module, one GPU thread (or warp) per unit of work";
-  let description = [{
-    The CUDA target's first stage, on kernels at the loops stage. Each
-    kernel `K(memrefs..., token, pos, begin, end)` moves into
-    `gpu.module @kernels` as the private function `K_unit`, and
-    `gpu.func @K(memrefs..., step: memref<2xi64>, work) kernel` takes its
-    name: thread `i` of the launch grid computes unit `i`
-    (`K_unit(..., step[0], step[1], i, i + 1)`, token and position read from
-    device memory) when `i < work`, so the runtime launches
-    `ceil(work / block)` blocks per dispatch, and a step's launches are the
-    same every step (a CUDA graph replays them). A kernel marked `quill.warp_lanes = L` (matrix-vector kernels
-    lowered with `lane-reductions=gpu`) runs unit `i / L` on thread `i`,
-    its `L` lanes sharing the unit's reductions; the work (and grain) of
-    its dispatches is multiplied by `L`, so it counts threads. The module
-    becomes a `gpu.container_module`.
-    A kernel whose stack buffers exceed CUDA's 512 KiB of local memory per
-    thread is an error here rather than a failed launch on the GPU.
-
-    ```mlir
-    gpu.module @kernels {
-      func.func private @rmsnorm_64_64_unit(...)
-      gpu.func @rmsnorm_64_64(%x: memref<64xf32>, %w: memref<64xf32>, %y: memref<64xf32>,
-                              %step: memref<2xi64>, %work: index) kernel {
-        %i = gpu.global_id x
-        ...
-      }
-    }
-    ```
-  }];
-  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
-                           "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
-                           "mlir::memref::MemRefDialect"];
-}
-
-def ApproximateMath : Pass<"quill-approximate-math", "ModuleOp"> {
-  let summary = "Math functions as arithmetic inside GPU modules (no libdevice)";
-  let description = [{
-    NVVM lowers `math.exp`, `math.sin`, `math.cos`, `math.powf` and
-    `math.sqrt` to libdevice calls, which exist only with a CUDA toolkit.
-    Inside GPU modules this pass expands powf into exp and log, rewrites exp,
-    log, sin and cos with MLIR's polynomial approximations, and sqrt(x) as
-    x * rsqrt(x) with rsqrt from the classic bit-level estimate refined by
-    three Newton steps (relative error below 1e-6): the PTX needs nothing
-    beyond the driver.
-  }];
-  let options = [
-    Option<"everywhere", "everywhere", "bool", /*default=*/"false",
-           "Rewrite the whole module, not only GPU modules: the GPU's math on the CPU "
-           "(quill-compile --emulate-cuda-kernels)">
-  ];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::vector::VectorDialect"];
 }
 
 #endif // QUILL_TRANSFORMS_PASSES_TD

@@ -1,11 +1,11 @@
 // The stage pipelines on a whole (tiny) step: embedding, one attention block
 // with grouped kv heads, swiglu, the final norm and tied logits. Each stage
 // must leave only the IR its contract allows.
-// RUN: quill-opt %s --quill-pipeline-to-linalg | FileCheck %s --check-prefix=LINALG
-// RUN: quill-opt %s --quill-pipeline-to-loops | FileCheck %s --check-prefix=LOOPS
-// RUN: quill-opt %s --quill-pipeline-to-loops | FileCheck %s --check-prefix=LOOPS-NONE
-// RUN: quill-opt %s --quill-pipeline-to-llvm-dialect | FileCheck %s --check-prefix=LLVM
-// RUN: quill-opt %s --quill-pipeline-to-llvm-dialect | FileCheck %s --check-prefix=LLVM-NONE
+// RUN: quill-opt %s --quill-pipeline-to-linalg="cpu=x86-64-v4" | FileCheck %s --check-prefix=LINALG
+// RUN: quill-opt %s --quill-pipeline-to-loops="cpu=x86-64-v4" | FileCheck %s --check-prefix=LOOPS
+// RUN: quill-opt %s --quill-pipeline-to-loops="cpu=x86-64-v4" | FileCheck %s --check-prefix=LOOPS-NONE
+// RUN: quill-opt %s --quill-pipeline-to-llvm-dialect="cpu=x86-64-v4" | FileCheck %s --check-prefix=LLVM
+// RUN: quill-opt %s --quill-pipeline-to-llvm-dialect="cpu=x86-64-v4" | FileCheck %s --check-prefix=LLVM-NONE
 
 // linalg stage: every quill compute op is lowered inside its kernel.
 // LINALG-LABEL: quill.schedule "step"

@@ -1,0 +1,59 @@
+// The seam between the target-neutral lowering and a target's code
+// generation: the reductions at the heart of the kernels (matrix-vector and
+// matrix-matrix products, RMS scales, attention scores and weighted sums),
+// which the lowering patterns build through a KernelBuilder. The neutral
+// builder emits linalg.generic ops; a target (compiler/Target/<target>/)
+// derives its own, e.g. register-tiled vector microkernels or warp-shared
+// sums, and runs the same patterns with it.
+#pragma once
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include <memory>
+
+namespace mlir::quill {
+
+class KernelBuilder {
+public:
+  virtual ~KernelBuilder();
+
+  /// W[firstRow : firstRow + rows] @ x into `init` ([rows]).
+  virtual Value matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                           OpFoldResult firstRow, OpFoldResult rows, Value init) const;
+
+  /// X[T, K] @ W[firstRow : firstRow + rows]^T into `init` ([T, rows]);
+  /// with `liveRows`, token rows [0, liveRows) at least (the others may be
+  /// left as zeros).
+  virtual Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                           OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                           Value init) const;
+
+  /// 1 / sqrt(mean(x^2) + eps) of each row of `input` (a 0-d tensor for a
+  /// vector, [T] for T rows), in llama2.c's order.
+  virtual Value rmsScales(OpBuilder &b, Location loc, Value input, float eps) const;
+
+  /// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t].
+  virtual Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
+                                Value init) const;
+
+  /// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d].
+  virtual Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
+                                     Value init) const;
+
+  /// Whether product rows are built in a private (stack) buffer and stored
+  /// once, instead of in the kernel's output: needed where several threads
+  /// compute the same unit (a warp's lanes) and must not read back what
+  /// another rewrites.
+  virtual bool privateRows() const { return false; }
+
+  /// Called with each op lowered through this builder's reductions, so a
+  /// target can mark the kernel around it (e.g. as run by a warp).
+  virtual void noteLowered(Operation *op) const {}
+};
+
+/// The target-neutral builder: linalg.generic ops whose reductions carry
+/// fastmath<reassoc, contract>.
+std::shared_ptr<const KernelBuilder> genericKernelBuilder();
+
+} // namespace mlir::quill

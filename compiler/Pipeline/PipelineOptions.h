@@ -1,0 +1,37 @@
+// Every option of Quill's lowering pipeline, shared by quill-compile (its
+// flags) and quill-opt (--quill-pipeline-to-STAGE='target=cuda ...').
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace quill {
+
+struct PipelineOptions {
+  std::string target = "cpu"; ///< A name in the target registry.
+  std::string cpu;             ///< CPU target: the CPU to compile for; empty: the host.
+  std::string gpuArch = "sm_90"; ///< CUDA: the SM version the PTX is for.
+  int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
+  std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
+  /// Flash-decoding chunk of cached positions; 0: off; unset: the target's
+  /// default.
+  std::optional<int64_t> attentionChunk;
+  /// CPU only: compile the CUDA target's kernel transformations for the CPU
+  /// (one unit of work per kernel call, math approximated as on the GPU),
+  /// to test them where there is no GPU.
+  bool emulateCudaKernels = false;
+  /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
+  bool prefetchWeights = true;
+  /// CUDA (and its emulation): a warp per output element of matrix-vector
+  /// kernels, its lanes sharing the reduction (off: a thread per row).
+  bool warpReductions = true;
+};
+
+/// The fusion passes of the quill stage, by short name, in pipeline order:
+/// "gate-up", "qkv", "residual", "rmsnorm", "rope-kv".
+const std::vector<std::string> &fusionNames();
+
+} // namespace quill

@@ -1,0 +1,98 @@
+// The CPU's KernelBuilder: register tiles where the shapes fit them, the
+// generic forms for the leftover rows and widths.
+#include "compiler/Target/CPU/CpuKernelBuilder.h"
+
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+
+namespace mlir::quill {
+
+namespace {
+constexpr int64_t kRowBlock = 8; ///< Weight rows a matvec streams together.
+} // namespace
+
+CpuKernelBuilder::CpuKernelBuilder(CpuKernelOptions options) : options_(options) {}
+
+MatMulTile CpuKernelBuilder::matMulTile() const {
+  return {/*tokens=*/2, /*rows=*/options_.vectorWidth >= 16 ? 8 : 4,
+          /*lanes=*/options_.vectorWidth};
+}
+
+Value CpuKernelBuilder::matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value init) const {
+  const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  if (width % options_.vectorWidth != 0)
+    return KernelBuilder::matVecRows(b, loc, weight, input, firstRow, rows, init);
+  // Blocks of rows streamed together, then the leftover rows one at a time.
+  OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
+  OpFoldResult blocked = mulIndex(b, loc, blocks, kRowBlock);
+  Value result = blockedMatVec(b, loc, options_.vectorWidth, weight, input,
+                               getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                               getValueOrCreateConstantIndexOp(b, loc, blocks), init);
+  OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+  if (getConstantIntValue(tailRows) == 0)
+    return result;
+  OpFoldResult tailFirst = addIndex(b, loc, firstRow, blocked);
+  Value tail = KernelBuilder::matVecRows(
+      b, loc, weight, input, tailFirst, tailRows,
+      tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
+  return tensor::InsertSliceOp::create(b, loc, tail, result, ArrayRef<OpFoldResult>{blocked},
+                                       ArrayRef<OpFoldResult>{tailRows},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                   Value init) const {
+  const MatMulTile tile = matMulTile();
+  const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  if (width % tile.lanes != 0 || tokens % tile.tokens != 0)
+    return KernelBuilder::matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+  OpFoldResult blocks = divIndex(b, loc, rows, tile.rows);
+  OpFoldResult blocked = mulIndex(b, loc, blocks, tile.rows);
+  Value tokenBlocks = arith::ConstantIndexOp::create(b, loc, tokens / tile.tokens);
+  Value tailTokens;
+  if (liveRows) {
+    // floor(live rows / tile.tokens) whole tiles, the rest one by one: each
+    // element is summed the same way whichever rows are live.
+    Value live =
+        arith::MinUIOp::create(b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, tokens));
+    tokenBlocks = arith::DivUIOp::create(b, loc, live,
+                                         arith::ConstantIndexOp::create(b, loc, tile.tokens));
+    tailTokens = arith::RemUIOp::create(b, loc, live,
+                                        arith::ConstantIndexOp::create(b, loc, tile.tokens));
+  }
+  Value result = blockedMatMul(b, loc, tile, weight, input,
+                               getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                               getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks,
+                               tailTokens, init, options_.prefetchWeights);
+  OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
+  if (getConstantIntValue(tailRows) == 0)
+    return result;
+  // The leftover columns of the result, computed in place.
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), blocked};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(tokens), tailRows};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  Value tailOut = tensor::ExtractSliceOp::create(b, loc, result, offsets, sizes, strides);
+  Value tail = KernelBuilder::matMulRows(b, loc, weight, input, addIndex(b, loc, firstRow, blocked),
+                                         tailRows, liveRows, tailOut);
+  return tensor::InsertSliceOp::create(b, loc, tail, result, offsets, sizes, strides);
+}
+
+Value CpuKernelBuilder::attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
+                                        Value init) const {
+  if (Value scores = smallHeadScores(b, loc, query, keys, init))
+    return scores;
+  return KernelBuilder::attentionScores(b, loc, query, keys, init);
+}
+
+Value CpuKernelBuilder::attentionWeightedSum(OpBuilder &b, Location loc, Value probs,
+                                             Value values, Value init) const {
+  if (Value sum = smallHeadWeightedSum(b, loc, probs, values, init))
+    return sum;
+  return KernelBuilder::attentionWeightedSum(b, loc, probs, values, init);
+}
+
+} // namespace mlir::quill

@@ -1,0 +1,38 @@
+// quill-cpu-lower-kernels: products and attention through the CPU's
+// KernelBuilder (register-tiled microkernels), before the neutral lowering
+// takes the rest.
+#include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Target/CPU/CpuKernelBuilder.h"
+#include "compiler/Target/CPU/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::quill {
+#define GEN_PASS_DEF_CPULOWERKERNELS
+#include "compiler/Target/CPU/Passes.h.inc"
+} // namespace mlir::quill
+
+using namespace mlir;
+using namespace mlir::quill;
+
+namespace {
+struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (vectorWidth < 1 || vectorWidth > 64 || (vectorWidth & (vectorWidth - 1)) != 0) {
+      getOperation().emitError("quill-cpu-lower-kernels: vector-width must be a power of two "
+                               "from 1 to 64, not ")
+          << static_cast<int64_t>(vectorWidth);
+      return signalPassFailure();
+    }
+    auto builder = std::make_shared<const CpuKernelBuilder>(
+        CpuKernelOptions{vectorWidth, prefetchWeights});
+    RewritePatternSet patterns(&getContext());
+    populateLowerMatVecPatterns(patterns, builder);
+    populateLowerAttentionPatterns(patterns, builder);
+    populateLowerPagedAttentionPatterns(patterns, builder);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

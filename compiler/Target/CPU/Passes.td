@@ -1,0 +1,76 @@
+// The CPU target's passes: its kernel strategy (register-tiled vector
+// microkernels sized for the instruction set) and its kernel ABI.
+#ifndef QUILL_TARGET_CPU_PASSES_TD
+#define QUILL_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
+  let summary = "Lowers products and attention to the CPU's register-tiled microkernels";
+  let description = [{
+    The CPU's strategy, before the target-neutral `quill-lower-to-linalg`
+    lowers everything else. `quill.linear`, `quill.logits`,
+    `quill.project_qkv`, `quill.attention` and `quill.paged_attention` are
+    lowered by the neutral patterns (epilogues, tiles, cache writes) with
+    the CPU's KernelBuilder for their reductions:
+    - decode's matrix-vector product streams 8 weight rows together, each
+      row keeping one `vector<W x f32>` of partial sums (W = `vector-width`:
+      16 for AVX-512, 8 for AVX2), summed across lanes at the end;
+    - the matrix-matrix product (prefill, batch step) keeps a register tile
+      of (2 tokens x 8 weight rows) accumulators (2 x 4 with 8 lanes, whose
+      ISA has half the registers) over 1024-column panels of the width, and
+      prefetches the next block of weight rows (`prefetch-weights`);
+    - attention over heads of 8 or 16 dimensions reads keys as transposed
+      [8, head_dim] tiles and keeps the weighted sums in registers.
+    Shapes that do not fit (a width no multiple of W, leftover rows) take
+    the generic forms. Results depend on W, never on threads.
+
+    Before:
+    ```mlir
+    %y = quill.linear %x, %w tile [%b, %e] : tensor<64xf32>, tensor<128x64xf32> -> tensor<?xf32>
+    ```
+    After (W = 16):
+    ```mlir
+    %r = scf.for %blk = %c0 to %blocks step %c1 iter_args(%o = %init) -> (tensor<?xf32>) {
+      %acc:8 = scf.for %k = %c0 to %c4 step %c1 iter_args(...) -> (vector<16xf32>, ...) {
+        %xv = vector.transfer_read %x[...] : tensor<64xf32>, vector<16xf32>
+        %w0 = vector.transfer_read %w[...] : tensor<128x64xf32>, vector<16xf32>
+        %f0 = vector.fma %w0, %xv, %a0 : vector<16xf32>
+        ...
+      }
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector register of the target ISA: 16 (AVX-512), "
+           "8 (AVX2), 4 (SSE); quill-compile takes it from --cpu's features">,
+    Option<"prefetchWeights", "prefetch-weights", "bool", /*default=*/"true",
+           "Register-tiled matmuls prefetch the next block of weight rows "
+           "(memref.prefetch) while computing this one: the hardware prefetcher "
+           "does not run ahead across a block's strided row streams "
+           "(quill-compile --no-prefetch turns it off)">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
+  let summary = "Gives every dispatched kernel the runtime's uniform C ABI";
+  let description = [{
+    Runs on the LLVM dialect, after `convert-func-to-llvm` with bare-pointer
+    memrefs. Each dispatched kernel `@K(ptr..., i64 token, i64 pos, i64 begin,
+    i64 end)` is renamed `@K_body` (internal) and a new `@K(ptr bindings, i64
+    token, i64 pos, i64 begin, i64 end)` loads the argument pointers from the
+    `bindings` array and calls it. The runtime then calls every kernel through
+    one function-pointer type.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // QUILL_TARGET_CPU_PASSES_TD

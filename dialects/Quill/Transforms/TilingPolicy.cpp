@@ -1,0 +1,64 @@
+// quill-outline-kernels' tiling policy: how each op's work splits into
+// units that threads (or GPU threads) take.
+#include "dialects/Quill/IR/QuillMarkers.h"
+#include "dialects/Quill/Transforms/OutlineKernels.h"
+
+namespace mlir::quill {
+
+Tiling tilingOf(Operation *op, int64_t matvecGrain) {
+  Tiling tiling;
+  // A target's split (quill.units): a unit per leading row or element of
+  // what would otherwise run whole (a prefill's token rows for rope, cache
+  // writes and embeddings; the elements of merged attention, of a vector's
+  // RMSNorm and of the decode embedding).
+  if (unitSplit(op) == UnitSplit::Rows) {
+    Value rows = isa<KVWriteOp>(op) ? Value(cast<KVWriteOp>(op).getRow()) : op->getResult(0);
+    tiling.work = cast<RankedTensorType>(rows.getType()).getDimSize(0);
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+    return tiling;
+  }
+  if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
+    // A QKV projection rotates pairs of rows: its unit is a pair, so no
+    // split of the work (threads, GPU threads) can separate one.
+    int64_t perUnit = isa<ProjectQKVOp>(op) ? 2 : 1;
+    tiling.work = rows / perUnit;
+    tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows) / perUnit);
+    tiling.rowsPerUnit = perUnit;
+  } else if (auto partial = dyn_cast<AttentionPartialOp>(op)) {
+    // One unit per kv head and chunk of positions: a row of the result.
+    tiling.work = partial.getNumKvHeads() * partial.getChunks();
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+  } else if (auto paged = dyn_cast<PagedAttentionOp>(op)) {
+    // One unit per token row.
+    tiling.work = paged.getQuery().getType().getDimSize(0);
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+    tiling.liveRows = true;
+  } else if (auto rope = dyn_cast<RoPEOp>(op); rope && rope.getRows()) {
+    // A batch step's rows, split between threads.
+    tiling.work = rope.getType().getDimSize(0);
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+    tiling.liveRows = true;
+  } else if (auto attention = dyn_cast<AttentionOp>(op);
+             attention && unitSplit(op) == UnitSplit::QueryRows &&
+             attention.getQuery().getType().getRank() == 2) {
+    // One unit per (query row, kv head) (tile_rows): row u / kv heads, the
+    // query heads of kv head u mod kv heads.
+    tiling.work = attention.getQuery().getType().getDimSize(0) * attention.getNumKvHeads();
+    tiling.rowsPerUnit = 1;
+    tiling.leading = true;
+    tiling.splitRows = attention.getNumKvHeads();
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    int64_t group = attention.getNumHeads() / attention.getNumKvHeads();
+    tiling.work = attention.getNumKvHeads();
+    tiling.rowsPerUnit = group * attention.getHeadDim();
+  }
+  return tiling;
+}
+
+} // namespace mlir::quill

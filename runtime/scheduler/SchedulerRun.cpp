@@ -1,0 +1,266 @@
+// One batch run: the loop of admission, batch steps and retirement, each
+// step's logits handed to sampling or beam search.
+#include "runtime/scheduler/SchedulerRun.h"
+
+#include "runtime/scheduler/Admission.h"
+#include "runtime/scheduler/BeamGroups.h"
+#include "runtime/scheduler/SampleFanOut.h"
+
+#include <algorithm>
+
+namespace quill::scheduler {
+
+Run::Run(Device &device, PagedKVCache &cache, const Tokenizer &tokenizer, const ModelConfig &config,
+         const SamplerFactory &samplers, const BatchOptions &options,
+         const std::vector<GenerationRequest> &requests, BatchStats &stats)
+    : device_(device), cache_(cache), tokenizer_(tokenizer), config_(config), options_(options),
+      requests_(requests), stats_(stats), layout_(*device.batchLayout()),
+      maxSequences_(options.maxSequences > 0 ? std::min(options.maxSequences, layout_.rows)
+                                             : layout_.rows),
+      sequences_(tokenizer, config, samplers, requests), results_(requests.size()),
+      prefixes_(cache, options.sharePrefixes) {}
+
+void Run::fail(size_t index, const Status &error) {
+  if (!results_[index])
+    results_[index] = error;
+}
+
+void Run::queueRequests() {
+  prompts_.resize(requests_.size());
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    const GenerationRequest &request = requests_[i];
+    if (Status s = checkRequest(i, request); !s) {
+      fail(i, s);
+      continue;
+    }
+    prompts_[i] = request.promptTokens.empty()
+                      ? tokenizer_.encode(request.prompt, /*addBos=*/true, /*addEos=*/false)
+                      : request.promptTokens;
+    int32_t length = static_cast<int32_t>(prompts_[i].size());
+    stats_.promptTokens += length;
+    if (Status s = checkPromptLength(i, length, config_.seqLen); !s) {
+      fail(i, s);
+      continue;
+    }
+    waiting_.push_back(i);
+  }
+}
+
+PagedKVCache::SequenceId Run::startingSequence(const PrefixRetention::Donor &donor) {
+  if (donor.kv < 0)
+    return cache_.createSequence();
+  PagedKVCache::SequenceId kv = cache_.fork(donor.kv);
+  cache_.truncate(kv, donor.shared);
+  return kv;
+}
+
+void Run::startGroup(Sequence &q, const GenerationRequest &request) {
+  Group &group = *q.group;
+  if (request.beamSearch)
+    group.beams.emplace(*request.beamSearch, beamEndTokens(request, config_));
+  else
+    group.results.resize(group.width);
+  sequences_.start(q);
+}
+
+void Run::admit() {
+  while (!waiting_.empty()) {
+    const size_t index = waiting_.front();
+    const GenerationRequest &request = requests_[index];
+    const int32_t width = requestWidth(request);
+    Verdict slots = judgeSlots(index, width, slotsInUse(live_), maxSequences_);
+    if (slots.kind == Verdict::Reject) {
+      fail(index, slots.error);
+      waiting_.pop_front();
+      continue;
+    }
+    if (slots.kind == Verdict::Wait)
+      return;
+    const std::vector<int32_t> &prompt = prompts_[index];
+    std::optional<PrefixRetention::Donor> donor = prefixes_.findDonor(prompt, live_);
+    if (!donor)
+      return; // A prompt in prefill computes more of this one first.
+    int32_t maxPositions =
+        maxPositionsFor(int32_t(prompt.size()), request.maxNewTokens, config_.seqLen);
+    std::unique_ptr<Sequence> q = SequenceFactory::candidate(index, width, prompt, maxPositions,
+                                                             startingSequence(*donor));
+    Verdict budget = judgeBudget(cache_, live_, *q, !prefixes_.empty());
+    if (budget.kind != Verdict::Admit) {
+      cache_.free(q->kv);
+      if (budget.kind == Verdict::Wait)
+        return; // Until blocks free up.
+      if (budget.kind == Verdict::Reject) {
+        fail(index, budget.error);
+        waiting_.pop_front();
+      } else {
+        prefixes_.release(waiting(), /*all=*/true);
+      }
+      continue;
+    }
+    waiting_.pop_front();
+    stats_.prefixTokensReused += donor->shared;
+    startGroup(*q, request);
+    live_.push_back(std::move(q));
+  }
+  stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
+}
+
+Status Run::step() {
+  std::vector<RowPlan> plans = planRows(cache_, live_, layout_.rows, options_.prefillFirst);
+  if (Status s = claimPositions(cache_, live_, plans); !s)
+    return s;
+  RowBuffers buffers{device_.batchTokens(), device_.batchPositions(), device_.batchTables(),
+                     layout_.tableWidth};
+  ErrorOr<AssembledRows> rows = writeRows(cache_, live_, plans, buffers);
+  if (!rows)
+    return rows.status();
+  stats_.prefilledTokens += rows->prefilledTokens;
+  runBatchStep(*rows);
+  return consumeLogits(rows->logitOwners);
+}
+
+void Run::runBatchStep(const AssembledRows &rows) {
+  auto stepStart = Clock::now();
+  device_.batchStep(rows.rows, rows.logitRows);
+  ++stats_.steps;
+  stats_.peakKVBytes = std::max(stats_.peakKVBytes, cache_.bytesInUse());
+  if (!rows.decodeOnly)
+    return;
+  double seconds = secondsBetween(stepStart, Clock::now());
+  stats_.decodeOnlySeconds += seconds;
+  stats_.decodeOnlyTokens += rows.rows;
+  if (rows.rows == maxSequences_) {
+    stats_.fullBatchSeconds += seconds;
+    ++stats_.fullBatchSteps;
+  }
+}
+
+Status Run::consumeLogits(const std::vector<Sequence *> &logitOwners) {
+  std::vector<Sequence *> ended;
+  SequenceList born;
+  std::vector<std::pair<Group *, std::vector<LogitRow>>> beamRows;
+  std::vector<LogitRow> toSample;
+  const float *logits = device_.batchLogits();
+  for (size_t i = 0; i < logitOwners.size(); ++i) {
+    Sequence &q = *logitOwners[i];
+    const float *row = logits + int64_t(i) * config_.vocabSize;
+    if (q.pending < 0)
+      q.firstToken = Clock::now();
+    if (!q.group->beams) {
+      fanOut(q, row, cache_, sequences_, born, toSample);
+      continue;
+    }
+    auto it = std::find_if(beamRows.begin(), beamRows.end(),
+                           [&](const auto &entry) { return entry.first == q.group.get(); });
+    if (it == beamRows.end())
+      it = beamRows.insert(beamRows.end(), {q.group.get(), {}});
+    it->second.push_back({&q, row});
+  }
+  std::vector<char> goesOn = sampleAll(toSample, cache_, config_, options_.arena);
+  for (size_t i = 0; i < toSample.size(); ++i) {
+    Sequence &q = *toSample[i].first;
+    if (!q.failure.empty())
+      fail(q.group->index, Status::error(q.failure));
+    if (!goesOn[i])
+      ended.push_back(&q);
+  }
+  Status status = Status::ok();
+  for (auto &[group, rows] : beamRows) {
+    status = stepBeams(*group, rows, requests_[group->index], cache_, sequences_, born, ended);
+    if (!status)
+      break;
+  }
+  for (auto &q : born)
+    live_.push_back(std::move(q));
+  if (!status)
+    return status; // abandon() frees every sequence, the born ones included.
+  stats_.peakKVBytes = std::max(stats_.peakKVBytes, cache_.bytesInUse());
+  retire(ended);
+  stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
+  return Status::ok();
+}
+
+void Run::retire(const std::vector<Sequence *> &ended) {
+  std::vector<Group *> completed;
+  for (Sequence *q : ended) {
+    Group &group = *q->group;
+    auto now = Clock::now();
+    if (!group.beams)
+      stats_.generatedTokens += recordSample(*q, now);
+    else if (group.beams->done())
+      recordBeamTimes(group, *q, now);
+    // No prefix is kept from a beam search still running: its reservation
+    // counts on the blocks of the beams it drops.
+    bool searching = group.beams && !group.beams->done();
+    if (!searching)
+      prefixes_.keep(*q, waiting());
+    cache_.free(q->kv);
+    if (--group.live == 0)
+      completed.push_back(&group);
+  }
+  for (Group *group : completed)
+    completeGroup(*group);
+  live_.erase(std::remove_if(live_.begin(), live_.end(),
+                             [&](const std::unique_ptr<Sequence> &q) {
+                               return std::find(ended.begin(), ended.end(), q.get()) !=
+                                      ended.end();
+                             }),
+              live_.end());
+}
+
+void Run::completeGroup(Group &group) {
+  if (results_[group.index])
+    return; // Failed earlier.
+  if (!group.beams) {
+    results_[group.index] = samplesResult(group);
+    return;
+  }
+  ErrorOr<BeamOutcome> outcome = beamGroupResult(group, requests_[group.index],
+                                                 prompts_[group.index], tokenizer_, config_);
+  if (!outcome) {
+    fail(group.index, outcome.status());
+    return;
+  }
+  stats_.generatedTokens += outcome->generatedTokens;
+  results_[group.index] = std::move(outcome->result);
+}
+
+void Run::abandon(const Status &error) {
+  for (size_t i = 0; i < results_.size(); ++i)
+    fail(i, Status::error("request " + std::to_string(i) + ": the batch run stopped: " +
+                          error.message()));
+  for (const auto &q : live_)
+    cache_.free(q->kv);
+  live_.clear();
+  waiting_.clear();
+  prefixes_.release(waiting(), /*all=*/true);
+}
+
+std::vector<ErrorOr<GenerationResult>> Run::execute() {
+  auto start = Clock::now();
+  queueRequests();
+  while (!waiting_.empty() || !live_.empty()) {
+    admit();
+    prefixes_.release(waiting(), /*all=*/false);
+    if (live_.empty())
+      continue;
+    if (Status s = step(); !s) {
+      abandon(s);
+      break;
+    }
+  }
+  prefixes_.release(waiting(), /*all=*/true);
+  stats_.seconds = secondsBetween(start, Clock::now());
+  std::vector<ErrorOr<GenerationResult>> out;
+  out.reserve(results_.size());
+  for (size_t i = 0; i < results_.size(); ++i) {
+    if (results_[i])
+      out.push_back(std::move(*results_[i]));
+    else
+      out.push_back(Status::error("request " + std::to_string(i) +
+                                  ": internal error: the batch run ended without its result"));
+  }
+  return out;
+}
+
+} // namespace quill::scheduler

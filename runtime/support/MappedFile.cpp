@@ -1,0 +1,71 @@
+// mmap-based read-only file access.
+#include "runtime/support/MappedFile.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace quill {
+
+ErrorOr<MappedFile> MappedFile::open(const std::string &path, const MappedFileWording &wording) {
+  auto fail = [&](const char *what, int error) {
+    return Status::error(path + ": " + what + ": " + std::strerror(error));
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(wording.cannotOpen, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int error = errno;
+    ::close(fd);
+    if (!wording.cannotStat)
+      return Status::error(path + ": " + wording.notRegular);
+    return fail(wording.cannotStat, error);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::error(path + ": " + wording.notRegular);
+  }
+  MappedFile file;
+  file.path_ = path;
+  file.size_ = size_t(st.st_size);
+  if (file.size_ > 0) {
+    void *mapping = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapping == MAP_FAILED) {
+      int error = errno;
+      ::close(fd);
+      return fail(wording.cannotMap, error);
+    }
+    file.data_ = static_cast<const uint8_t *>(mapping);
+  }
+  // The mapping keeps the file's pages; the descriptor is not needed.
+  ::close(fd);
+  return ErrorOr<MappedFile>(std::move(file));
+}
+
+MappedFile::MappedFile(MappedFile &&other) noexcept { *this = std::move(other); }
+
+MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::unmap() {
+  if (data_)
+    ::munmap(const_cast<uint8_t *>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+} // namespace quill

@@ -1,0 +1,127 @@
+// quill-lower-to-linalg on the batch step's ops: writes and attention through
+// block tables, per-row rotary positions, and live-row bounds on matmuls.
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels=vector-width=16 --quill-lower-to-linalg | FileCheck %s --enable-var-scope
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --check-prefix=NEUTRAL
+// The neutral lowering alone: generic forms, no vectors.
+// NEUTRAL-NOT: vector.
+
+// paged_kv_write: row t goes to block tables[t, p / 16], slot p mod 16 of
+// the pool, for p = positions[t], one row at a time.
+// CHECK-LABEL: func.func @paged_kv_write
+// CHECK-SAME: (%[[ROWS:[^:]+]]: tensor<4x8xf32>, %[[POOL:[^:]+]]: tensor<64x16x8xf32>, %[[TABLES:[^:]+]]: tensor<4x2xi32>, %[[POS:[^:]+]]: tensor<4xi32>)
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[OUT:.*]] = scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[POOL]])
+// CHECK: %[[P32:.*]] = tensor.extract %[[POS]][%[[T]]]
+// CHECK: %[[P:.*]] = arith.index_cast %[[P32]]
+// CHECK: %[[ENTRY:.*]] = arith.divui %[[P]], %[[C16]]
+// CHECK: %[[SLOT:.*]] = arith.remui %[[P]], %[[C16]]
+// CHECK: %[[B32:.*]] = tensor.extract %[[TABLES]][%[[T]], %[[ENTRY]]]
+// CHECK: %[[B:.*]] = arith.index_cast %[[B32]]
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %[[ROWS]][%[[T]], 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<8xf32>
+// CHECK: %[[NEXT:.*]] = tensor.insert_slice %[[ROW]] into %[[ACC]][%[[B]], %[[SLOT]], 0] [1, 1, 8] [1, 1, 1] : tensor<8xf32> into tensor<64x16x8xf32>
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: return %[[OUT]]
+func.func @paged_kv_write(%rows: tensor<4x8xf32>, %pool: tensor<64x16x8xf32>,
+                          %tables: tensor<4x2xi32>, %pos: tensor<4xi32>) -> tensor<64x16x8xf32> {
+  %p = quill.paged_kv_write %rows into %pool through %tables at %pos
+      : tensor<4x8xf32> into tensor<64x16x8xf32>, tensor<4x2xi32>, tensor<4xi32>
+  return %p : tensor<64x16x8xf32>
+}
+
+// -----
+
+// paged_attention: a loop over the rows; per row, scores block by block
+// through its table (the block's rows sliced out of the pool at the table's
+// entry), one softmax, then the weighted sum block by block.
+// CHECK-LABEL: func.func @paged_attention
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<4x16xf32>, %[[K:[^:]+]]: tensor<64x16x8xf32>, %[[V:[^:]+]]: tensor<64x16x8xf32>, %[[TABLES:[^:]+]]: tensor<4x2xi32>, %[[POS:[^:]+]]: tensor<4xi32>)
+// CHECK: scf.for %[[T:[^ ]+]] =
+// CHECK: tensor.extract %[[POS]][%[[T]]]
+// CHECK: scf.for %[[J:[^ ]+]] =
+// CHECK: %[[B32:.*]] = tensor.extract %[[TABLES]][%[[T]], %[[J]]]
+// CHECK: %[[KVIEW:.*]] = tensor.expand_shape %[[K]] {{\[\[}}0], [1], [2, 3]] output_shape [64, 16, 2, 4]
+// CHECK: tensor.extract_slice %[[KVIEW]][%{{.*}}, 0, 0, 0] [1, %{{.*}}, 2, 4] [1, 1, 1, 1] : tensor<64x16x2x4xf32> to tensor<?x2x4xf32>
+// CHECK: linalg.generic
+// CHECK: math.exp
+// CHECK: scf.for
+// CHECK: tensor.extract %[[TABLES]][%[[T]], %{{.*}}]
+// CHECK: tensor.expand_shape %[[V]]
+// CHECK: linalg.generic
+func.func @paged_attention(%q: tensor<4x16xf32>, %k: tensor<64x16x8xf32>, %v: tensor<64x16x8xf32>,
+                           %tables: tensor<4x2xi32>, %pos: tensor<4xi32>) -> tensor<4x16xf32> {
+  %o = quill.paged_attention %q, %k, %v through %tables at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<4x16xf32>, tensor<64x16x8xf32>, tensor<4x2xi32>, tensor<4xi32> -> tensor<4x16xf32>
+  return %o : tensor<4x16xf32>
+}
+
+// -----
+
+// rope with per-row positions: row t rotates by positions[t].
+// CHECK-LABEL: func.func @rope_positions
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: tensor<4xi32>)
+// CHECK: linalg.generic
+// CHECK: %[[T:.*]] = linalg.index 0
+// CHECK: %[[P:.*]] = tensor.extract %[[POS]][%[[T]]]
+// CHECK: arith.index_cast %[[P]]
+// CHECK: math.cos
+func.func @rope_positions(%x: tensor<4x8xf32>, %pos: tensor<4xi32>) -> tensor<4x8xf32> {
+  %r = quill.rope %x at %pos {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>, tensor<4xi32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// linear with live rows: floor(rows / 2) whole register tiles of 2 token
+// rows, then the rest one token row per tile (the same sums per element).
+// CHECK-LABEL: func.func @live_rows
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<32x16xf32>, %[[W:[^:]+]]: tensor<8x16xf32>, %[[N:[^:]+]]: index)
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[LIVE:.*]] = arith.minui %[[N]], %[[C32]]
+// CHECK: %[[TILES:.*]] = arith.divui %[[LIVE]], %[[C2]]
+// CHECK: %[[TAIL:.*]] = arith.remui %[[LIVE]], %[[C2]]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[TILES]]
+// CHECK-COUNT-16: vector.fma
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[TAIL]]
+// CHECK-COUNT-8: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: return
+func.func @live_rows(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: index) -> tensor<32x8xf32> {
+  %y = quill.linear %x, %w rows %n : tensor<32x16xf32>, tensor<8x16xf32> -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}
+
+// -----
+
+// The epilogues of a linear with live rows run on those rows only: the
+// SwiGLU over a [rows, width] slice, inserted into a fixed-size buffer.
+// CHECK-LABEL: func.func @live_rows_swiglu
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<32x16xf32>, %[[W:[^:]+]]: tensor<8x16xf32>, %[[N:[^:]+]]: index)
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[N]]) : tensor<?x4xf32>
+// CHECK: %[[WHOLE:.*]] = bufferization.alloc_tensor() : tensor<32x4xf32>
+// CHECK: %[[ACT:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x4xf32>)
+// CHECK: math.exp
+// CHECK: tensor.insert_slice %[[ACT]] into %[[WHOLE]][0, 0] [%[[N]], 4] [1, 1]
+func.func @live_rows_swiglu(%x: tensor<32x16xf32>, %w: tensor<8x16xf32>, %n: index) -> tensor<32x4xf32> {
+  %y = quill.linear %x, %w rows %n {swiglu} : tensor<32x16xf32>, tensor<8x16xf32> -> tensor<32x4xf32>
+  return %y : tensor<32x4xf32>
+}
+
+// -----
+
+// A width the register tiles do not fit (20): the plain form, over the live
+// rows only (a batch of one must not pay for all 32 rows).
+// CHECK-LABEL: func.func @linear_rows_plain
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<32x20xf32>, %[[W:[^:]+]]: tensor<8x20xf32>, %[[N:[^:]+]]: index)
+// CHECK: %[[LIVE:.*]] = arith.minui %[[N]], %c32 : index
+// CHECK: %[[OUT:.*]] = linalg.fill {{.*}} -> tensor<32x8xf32>
+// CHECK: %[[XS:.*]] = tensor.extract_slice %[[X]][0, 0] [%[[LIVE]], 20] [1, 1] : tensor<32x20xf32> to tensor<?x20xf32>
+// CHECK: %[[OS:.*]] = tensor.extract_slice %[[OUT]][0, 0] [%[[LIVE]], 8] [1, 1]
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[XS]], %[[W]] : tensor<?x20xf32>, tensor<8x20xf32>)
+// CHECK: tensor.insert_slice %[[Y]] into %[[OUT]][0, 0] [%[[LIVE]], 8] [1, 1] : tensor<?x8xf32> into tensor<32x8xf32>
+func.func @linear_rows_plain(%x: tensor<32x20xf32>, %w: tensor<8x20xf32>, %n: index) -> tensor<32x8xf32> {
+  %y = quill.linear %x, %w rows %n : tensor<32x20xf32>, tensor<8x20xf32> -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}

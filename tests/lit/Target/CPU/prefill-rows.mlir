@@ -1,0 +1,137 @@
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels=vector-width=16 --quill-lower-to-linalg --canonicalize --cse -verify-diagnostics | FileCheck %s
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg -verify-diagnostics | FileCheck %s --check-prefix=NEUTRAL
+// The neutral lowering alone: generic forms, no vectors.
+// NEUTRAL-NOT: vector.
+
+// T token rows through a linear layer: a register-tiled matmul, 2 tokens x 8
+// weight rows, 16 vector<16xf32> accumulators carried over the width; each
+// weight row is loaded once per token block, not once per token.
+// CHECK-LABEL: func.func @matmul_blocked
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK: %[[ACC:.*]]:16 = scf.for %{{.*}} = %c0 to %c2 step %c1 iter_args
+// CHECK-COUNT-10: vector.transfer_read
+// CHECK-COUNT-16: vector.fma
+// CHECK-COUNT-2: vector.from_elements
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @matmul_blocked(%x: tensor<8x32xf32>, %w: tensor<24x32xf32>) -> tensor<8x24xf32> {
+  %y = quill.linear %x, %w : tensor<8x32xf32>, tensor<24x32xf32> -> tensor<8x24xf32>
+  return %y : tensor<8x24xf32>
+}
+
+// -----
+
+// Must not take the blocked form: the width is no multiple of 16.
+// CHECK-LABEL: func.func @matmul_odd_width
+// CHECK-NOT: vector.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+func.func @matmul_odd_width(%x: tensor<8x24xf32>, %w: tensor<20x24xf32>) -> tensor<8x20xf32> {
+  %y = quill.linear %x, %w : tensor<8x24xf32>, tensor<20x24xf32> -> tensor<8x20xf32>
+  return %y : tensor<8x20xf32>
+}
+
+// -----
+
+// Causal attention of T query rows: row t sees positions 0..pos+t.
+// CHECK-LABEL: func.func @attention_rows
+// CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: scf.for %[[T:.*]] = %c0 to %c4 step %c1
+// CHECK: %[[P:.*]] = arith.addi %[[POS]], %[[T]]
+// CHECK: arith.addi %[[P]], %c1
+// CHECK: math.exp
+// CHECK: tensor.insert_slice {{.*}}[%[[T]], 0] [1, 8] [1, 1]
+func.func @attention_rows(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index) -> tensor<4x8xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}
+
+// -----
+
+// Rotary embedding of rows: row t is at position pos + t.
+// CHECK-LABEL: func.func @rope_rows
+// CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: %[[T:.*]] = linalg.index 0
+// CHECK: arith.addi %[[POS]], %[[T]]
+// CHECK: math.cos
+func.func @rope_rows(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  %r = quill.rope %x at %pos {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// T rows into the cache at pos .. pos + T - 1; T token ids gathered.
+// CHECK-LABEL: func.func @state_rows
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<4xi32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [4, 8] [1, 1] : tensor<4x8xf32> into tensor<32x8xf32>
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[TOK]]
+// CHECK: arith.index_cast
+func.func @state_rows(%rows: tensor<4x8xf32>, %cache: tensor<32x8xf32>, %pos: index, %table: tensor<16x8xf32>, %tokens: tensor<4xi32>) -> (tensor<32x8xf32>, tensor<4x8xf32>) {
+  %c = quill.kv_write %rows into %cache at %pos : tensor<4x8xf32> into tensor<32x8xf32>
+  %e = quill.embeddings %table[%tokens] : tensor<16x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  return %c, %e : tensor<32x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A 2048-wide matmul in two panels of 1024 columns (the outer loop): each
+// panel's dot products are added into the zero-filled output.
+// CHECK-LABEL: func.func @matmul_panels
+// CHECK: linalg.fill
+// CHECK: scf.for %[[P:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[FIRST:.*]] = arith.muli %[[P]], %c64
+// CHECK: arith.minui
+// CHECK: vector.fma
+// CHECK: %[[OLD:.*]] = vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<8xf32>
+// CHECK: arith.addf %[[OLD]], %{{.*}} : vector<8xf32>
+func.func @matmul_panels(%x: tensor<8x2048xf32>, %w: tensor<8x2048xf32>) -> tensor<8x8xf32> {
+  %y = quill.linear %x, %w : tensor<8x2048xf32>, tensor<8x2048xf32> -> tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
+
+// -----
+
+// tile_rows (the GPU's tiling): units [b, e) of (query row, kv head); unit
+// u is query row u / 2 at position pos + u / 2, the query heads of kv head
+// u mod 2, into row u - b of the [e - b, 4] result.
+// CHECK-LABEL: func.func @attention_row_tile
+// CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
+// CHECK: scf.for %[[I:.*]] = %c0 to %[[N]] step %c1
+// CHECK: %[[U:.*]] = arith.addi %[[B]], %[[I]]
+// CHECK: %[[T:.*]] = arith.divui %[[U]], %c2
+// CHECK: %[[K:.*]] = arith.remui %[[U]], %c2
+// CHECK: arith.addi %[[POS]], %[[T]]
+// CHECK: math.exp
+// CHECK: tensor.insert_slice {{.*}}[%[[I]], 0] [1, 4] [1, 1]
+func.func @attention_row_tile(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                              %pos: index, %b: index, %e: index) -> tensor<?x4xf32> {
+  %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}
+
+// -----
+
+// A tile_rows result row is one kv head's query heads (4 here), not a row.
+func.func @attention_row_tile_width(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                                    %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
+  // expected-error @+1 {{result rows have 8 elements but a kv head's query heads have 4}}
+  %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+// tile_rows needs a tile and a [T, width] query.
+func.func @attention_row_tile_untiled(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>,
+                                      %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{tile_rows needs a tile and a [T, width] query}}
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64, tile_rows}
+      : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}
