@@ -7,8 +7,8 @@
 #include "compiler/Import/ModelSource.h"
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
-#include "compiler/Pipeline/Registration.h"
 #include "compiler/Pipeline/Pipeline.h"
+#include "compiler/Pipeline/Registration.h"
 #include "compiler/Target/Target.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
@@ -37,8 +37,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
   ArtifactBuilder builder;
   builder.addSection(SectionKind::Config, encodeConfig(config));
   builder.addSection(SectionKind::Target,
-                     std::vector<uint8_t>(kernels.description.begin(),
-                                          kernels.description.end()));
+                     std::vector<uint8_t>(kernels.description.begin(), kernels.description.end()));
   builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
   builder.addSection(SectionKind::Schedule, encodeSchedule(extracted.schedule));
   if (extracted.prefill)

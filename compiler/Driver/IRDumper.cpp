@@ -24,8 +24,7 @@ void IRDumper::dump(mlir::Operation *op, llvm::StringRef what) {
   op->print(file);
 }
 
-void IRDumper::dumpText(llvm::StringRef text, llvm::StringRef what,
-                        llvm::StringRef extension) {
+void IRDumper::dumpText(llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension) {
   std::string name;
   llvm::raw_string_ostream(name) << llvm::format("%03d", counter_++) << "-" << what << "."
                                  << extension;

@@ -11,7 +11,7 @@ namespace {
 /// One placed weight: a named tensor, or a pack of several.
 struct Placement {
   uint64_t offset;
-  std::string name;              ///< Plain weights.
+  std::string name; ///< Plain weights.
   const WeightPack *pack = nullptr;
 };
 

@@ -77,8 +77,7 @@ uint64_t minimumBytes(GgufType type) {
 bool isKnownType(uint32_t type) { return type <= uint32_t(GgufType::Float64); }
 
 /// Reads one value of `type`; on failure sets `error`.
-bool readValue(Cursor &in, GgufType type, GgufValue &out, int depth,
-               std::string &error) {
+bool readValue(Cursor &in, GgufType type, GgufValue &out, int depth, std::string &error) {
   out.type = type;
   auto scalar = [&](auto tag) {
     decltype(tag) v;
@@ -118,8 +117,7 @@ bool readValue(Cursor &in, GgufType type, GgufValue &out, int depth,
     if (!in.read(b))
       return error = "truncated", false;
     if (b > 1)
-      return error = "bool value " + std::to_string(b) + " is not 0 or 1",
-             false;
+      return error = "bool value " + std::to_string(b) + " is not 0 or 1", false;
     out.unsignedValue = b;
     return true;
   }
@@ -129,25 +127,22 @@ bool readValue(Cursor &in, GgufType type, GgufValue &out, int depth,
     return true;
   case GgufType::Array: {
     if (depth >= kMaxArrayDepth)
-      return error = "arrays nested deeper than " +
-                     std::to_string(kMaxArrayDepth) + " levels",
+      return error = "arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels",
              false;
     uint32_t elementType;
     uint64_t count;
     if (!in.read(elementType) || !in.read(count))
       return error = "truncated array header", false;
     if (!isKnownType(elementType))
-      return error = "array of unknown type " + std::to_string(elementType),
-             false;
+      return error = "array of unknown type " + std::to_string(elementType), false;
     out.elementType = GgufType(elementType);
     if (count > in.remaining() / minimumBytes(out.elementType))
-      return error = "array of " + std::to_string(count) +
-                     " elements is longer than the file",
+      return error = "array of " + std::to_string(count) + " elements is longer than the file",
              false;
     if (count > kMaxArrayElements)
       return error = "array of " + std::to_string(count) +
-                     " elements is longer than Quill reads (" +
-                     std::to_string(kMaxArrayElements) + ")",
+                     " elements is longer than Quill reads (" + std::to_string(kMaxArrayElements) +
+                     ")",
              false;
     out.elements.resize(count);
     for (GgufValue &element : out.elements)
@@ -178,20 +173,19 @@ std::optional<SourceDType> convertibleType(uint32_t ggmlType) {
 } // namespace
 
 const char *ggufTypeName(GgufType type) {
-  static const char *const names[] = {
-      "uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
-      "bool",  "string", "array",  "uint64", "int64",  "float64"};
+  static const char *const names[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                      "int32",  "float32", "bool",   "string", "array",
+                                      "uint64", "int64",   "float64"};
   return uint32_t(type) < std::size(names) ? names[uint32_t(type)] : "unknown";
 }
 
 std::string ggmlTypeName(uint32_t type) {
   // ggml's type numbering (some numbers are retired and unused).
   static const char *const names[] = {
-      "F32",   "F16",   "Q4_0",    "Q4_1",   "type 4",  "type 5", "Q5_0",
-      "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",   "Q5_K",
-      "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL",
-      "IQ3_S", "IQ2_S", "IQ4_XS",  "I8",     "I16",     "I32",    "I64",
-      "F64",   "IQ1_M", "BF16"};
+      "F32",     "F16",    "Q4_0",    "Q4_1",  "type 4", "type 5", "Q5_0",  "Q5_1",
+      "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",   "Q6_K",  "Q8_K",
+      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",  "IQ2_S", "IQ4_XS",
+      "I8",      "I16",    "I32",     "I64",   "F64",    "IQ1_M",  "BF16"};
   if (type < std::size(names))
     return names[type];
   return "type " + std::to_string(type);
@@ -263,8 +257,8 @@ Status GgufFile::parse() {
     uint32_t swapped = __builtin_bswap32(version_);
     if (swapped == 2 || swapped == 3)
       return Status::error("big-endian GGUF is not supported");
-    return Status::error("unsupported GGUF version " +
-                         std::to_string(version_) + " (Quill reads 2 and 3)");
+    return Status::error("unsupported GGUF version " + std::to_string(version_) +
+                         " (Quill reads 2 and 3)");
   }
   if (!in.read(tensorCount) || !in.read(metadataCount))
     return Status::error("GGUF header truncated");
@@ -284,8 +278,7 @@ Status GgufFile::parse() {
     if (!in.readString(key, kMaxNameBytes) || !in.read(type))
       return Status::error(which + " truncated");
     if (!isKnownType(type))
-      return Status::error("metadata '" + key + "' has unknown type " +
-                           std::to_string(type));
+      return Status::error("metadata '" + key + "' has unknown type " + std::to_string(type));
     GgufValue value;
     std::string error;
     if (!readValue(in, GgufType(type), value, 0, error))
@@ -310,9 +303,8 @@ Status GgufFile::parse() {
     if (!in.readString(t.name, kMaxNameBytes) || !in.read(nDims))
       return Status::error(which + " truncated");
     if (nDims == 0 || nDims > kMaxDims)
-      return Status::error("tensor '" + t.name + "' has " +
-                           std::to_string(nDims) + " dimensions (1 to " +
-                           std::to_string(kMaxDims) + ")");
+      return Status::error("tensor '" + t.name + "' has " + std::to_string(nDims) +
+                           " dimensions (1 to " + std::to_string(kMaxDims) + ")");
     t.dims.resize(nDims);
     for (uint64_t &d : t.dims)
       if (!in.read(d))
@@ -326,38 +318,31 @@ Status GgufFile::parse() {
 
   // The data section starts at the next multiple of the alignment.
   const uint64_t infosEnd = in.pos();
-  const uint64_t dataStart =
-      (infosEnd + alignment_ - 1) / alignment_ * alignment_;
+  const uint64_t dataStart = (infosEnd + alignment_ - 1) / alignment_ * alignment_;
   if (dataStart > file_.size() && !tensors_.empty())
     return Status::error("truncated before the tensor data");
-  const uint64_t dataBytes =
-      dataStart <= file_.size() ? file_.size() - dataStart : 0;
+  const uint64_t dataBytes = dataStart <= file_.size() ? file_.size() - dataStart : 0;
   for (GgufTensorInfo &t : tensors_) {
     uint64_t count = 1;
     for (uint64_t d : t.dims)
       if (d == 0 || __builtin_mul_overflow(count, d, &count))
-        return Status::error("tensor '" + t.name +
-                             "' has a zero or overflowing dimension");
+        return Status::error("tensor '" + t.name + "' has a zero or overflowing dimension");
     if (t.offset % alignment_ != 0)
-      return Status::error(
-          "tensor '" + t.name + "' offset " + std::to_string(t.offset) +
-          " is not a multiple of the alignment " + std::to_string(alignment_));
+      return Status::error("tensor '" + t.name + "' offset " + std::to_string(t.offset) +
+                           " is not a multiple of the alignment " + std::to_string(alignment_));
     t.dtype = convertibleType(t.ggmlType);
     if (!t.dtype)
       continue; // Not readable by Quill; the importer says so if it is used.
     std::optional<uint64_t> bytes = dtypeBytes(*t.dtype, count);
-    if (!bytes ||
-        (*t.dtype == SourceDType::Q8_0 && t.dims[0] % kQ8_0BlockElements != 0))
-      return Status::error("tensor '" + t.name + "' of " +
-                           std::to_string(count) +
+    if (!bytes || (*t.dtype == SourceDType::Q8_0 && t.dims[0] % kQ8_0BlockElements != 0))
+      return Status::error("tensor '" + t.name + "' of " + std::to_string(count) +
                            " elements is not rows of "
                            "whole " +
                            ggmlTypeName(t.ggmlType) + " blocks");
     if (t.offset > dataBytes || *bytes > dataBytes - t.offset)
-      return Status::error(
-          "tensor '" + t.name + "' (" + std::to_string(*bytes) +
-          " bytes at data offset " + std::to_string(t.offset) +
-          ") extends past the end of the file: truncated or corrupt");
+      return Status::error("tensor '" + t.name + "' (" + std::to_string(*bytes) +
+                           " bytes at data offset " + std::to_string(t.offset) +
+                           ") extends past the end of the file: truncated or corrupt");
     t.bytes = *bytes;
     t.data = file_.data() + dataStart + t.offset;
   }

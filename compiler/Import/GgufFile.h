@@ -59,9 +59,7 @@ struct GgufValue {
   std::optional<int64_t> asInteger() const;
   /// The value when it is a float or an integer.
   std::optional<double> asNumber() const;
-  const std::string *asString() const {
-    return type == GgufType::String ? &stringValue : nullptr;
-  }
+  const std::string *asString() const { return type == GgufType::String ? &stringValue : nullptr; }
   const std::vector<GgufValue> *asArray() const {
     return type == GgufType::Array ? &elements : nullptr;
   }
@@ -95,9 +93,7 @@ public:
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   /// Metadata in file order.
-  const std::vector<std::pair<std::string, GgufValue>> &metadata() const {
-    return metadata_;
-  }
+  const std::vector<std::pair<std::string, GgufValue>> &metadata() const { return metadata_; }
   const GgufValue *find(const std::string &key) const;
   const std::vector<GgufTensorInfo> &tensors() const { return tensors_; }
   const GgufTensorInfo *findTensor(const std::string &name) const;

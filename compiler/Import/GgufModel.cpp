@@ -22,16 +22,15 @@ namespace quill {
 namespace {
 
 /// GGUF's per-layer tensor names -> Quill's.
-const std::pair<const char *, const char *> kLayerTensors[] = {
-    {"attn_norm", "attention_norm"},
-    {"attn_q", "wq"},
-    {"attn_k", "wk"},
-    {"attn_v", "wv"},
-    {"attn_output", "wo"},
-    {"ffn_norm", "ffn_norm"},
-    {"ffn_gate", "w1"},
-    {"ffn_down", "w2"},
-    {"ffn_up", "w3"}};
+const std::pair<const char *, const char *> kLayerTensors[] = {{"attn_norm", "attention_norm"},
+                                                               {"attn_q", "wq"},
+                                                               {"attn_k", "wk"},
+                                                               {"attn_v", "wv"},
+                                                               {"attn_output", "wo"},
+                                                               {"ffn_norm", "ffn_norm"},
+                                                               {"ffn_gate", "w1"},
+                                                               {"ffn_down", "w2"},
+                                                               {"ffn_up", "w3"}};
 
 class GgufModel : public ModelSource {
 public:
@@ -45,9 +44,7 @@ public:
     return std::unique_ptr<ModelSource>(std::move(model));
   }
 
-  ErrorOr<TokenizerData> tokenizer() const override {
-    return tokenizerFromGguf(file_);
-  }
+  ErrorOr<TokenizerData> tokenizer() const override { return tokenizerFromGguf(file_); }
 
 private:
   explicit GgufModel(GgufFile file) : file_(std::move(file)) {}
@@ -55,8 +52,7 @@ private:
   Status load();
   Status readConfig();
   /// The integer metadata `key`, or `fallback` when absent and optional.
-  ErrorOr<int32_t> intKey(const std::string &key,
-                          std::optional<int32_t> fallback) const;
+  ErrorOr<int32_t> intKey(const std::string &key, std::optional<int32_t> fallback) const;
   ErrorOr<float> floatKey(const std::string &key, float fallback) const;
 
   std::string sourceNameOf(const std::string &canonical) const override {
@@ -85,8 +81,7 @@ std::string GgufModel::ggufNameOf(const std::string &canonical) {
   return canonical;
 }
 
-ErrorOr<int32_t> GgufModel::intKey(const std::string &key,
-                                   std::optional<int32_t> fallback) const {
+ErrorOr<int32_t> GgufModel::intKey(const std::string &key, std::optional<int32_t> fallback) const {
   const GgufValue *v = file_.find(key);
   if (!v) {
     if (fallback)
@@ -95,23 +90,21 @@ ErrorOr<int32_t> GgufModel::intKey(const std::string &key,
   }
   std::optional<int64_t> i = v->asInteger();
   if (!i)
-    return Status::error("metadata '" + key + "' is a " +
-                         ggufTypeName(v->type) + ", expected an integer");
+    return Status::error("metadata '" + key + "' is a " + ggufTypeName(v->type) +
+                         ", expected an integer");
   if (*i < 0 || *i > INT32_MAX)
-    return Status::error("metadata '" + key + "' is " + std::to_string(*i) +
-                         ", out of range");
+    return Status::error("metadata '" + key + "' is " + std::to_string(*i) + ", out of range");
   return int32_t(*i);
 }
 
-ErrorOr<float> GgufModel::floatKey(const std::string &key,
-                                   float fallback) const {
+ErrorOr<float> GgufModel::floatKey(const std::string &key, float fallback) const {
   const GgufValue *v = file_.find(key);
   if (!v)
     return fallback;
   std::optional<double> d = v->asNumber();
   if (!d)
-    return Status::error("metadata '" + key + "' is a " +
-                         ggufTypeName(v->type) + ", expected a number");
+    return Status::error("metadata '" + key + "' is a " + ggufTypeName(v->type) +
+                         ", expected a number");
   return float(*d);
 }
 
@@ -121,8 +114,7 @@ Status GgufModel::readConfig() {
     return Status::error("metadata 'general.architecture' is missing");
   architecture_ = *arch->asString();
   if (architecture_ != "llama")
-    return Status::error("unsupported architecture '" + architecture_ +
-                         "' (Quill imports llama)");
+    return Status::error("unsupported architecture '" + architecture_ + "' (Quill imports llama)");
   // Mixtral is stored as llama with experts.
   auto experts = intKey("llama.expert_count", 0);
   if (!experts)
@@ -140,11 +132,11 @@ Status GgufModel::readConfig() {
     const char *key;
     int32_t *field;
   };
-  for (auto [key, field] : {IntField{"llama.embedding_length", &c.dim},
-                            IntField{"llama.block_count", &c.nLayers},
-                            IntField{"llama.feed_forward_length", &c.hiddenDim},
-                            IntField{"llama.attention.head_count", &c.nHeads},
-                            IntField{"llama.context_length", &c.seqLen}}) {
+  for (auto [key, field] :
+       {IntField{"llama.embedding_length", &c.dim}, IntField{"llama.block_count", &c.nLayers},
+        IntField{"llama.feed_forward_length", &c.hiddenDim},
+        IntField{"llama.attention.head_count", &c.nHeads},
+        IntField{"llama.context_length", &c.seqLen}}) {
     auto v = intKey(key, std::nullopt);
     if (!v)
       return v.status();
@@ -158,8 +150,7 @@ Status GgufModel::readConfig() {
   // The vocabulary: llama.vocab_size, else the tokenizer's token count, else
   // the embedding's rows.
   std::optional<int32_t> vocab;
-  if (const GgufValue *tokens = file_.find("tokenizer.ggml.tokens");
-      tokens && tokens->asArray())
+  if (const GgufValue *tokens = file_.find("tokenizer.ggml.tokens"); tokens && tokens->asArray())
     vocab = int32_t(std::min<size_t>(tokens->asArray()->size(), INT32_MAX));
   else if (const GgufTensorInfo *embd = file_.findTensor("token_embd.weight");
            embd && embd->dims.size() == 2 && embd->dims[1] <= INT32_MAX)
@@ -180,9 +171,8 @@ Status GgufModel::readConfig() {
   if (!file_.find("llama.attention.layer_norm_rms_epsilon"))
     notes_.push_back("no llama.attention.layer_norm_rms_epsilon: using 1e-5");
   // llama.cpp writes "no such token" as uint32 0xFFFFFFFF.
-  for (auto [key, field, fallback] :
-       {std::tuple{"tokenizer.ggml.bos_token_id", &c.bosId, 1},
-        std::tuple{"tokenizer.ggml.eos_token_id", &c.eosId, 2}}) {
+  for (auto [key, field, fallback] : {std::tuple{"tokenizer.ggml.bos_token_id", &c.bosId, 1},
+                                      std::tuple{"tokenizer.ggml.eos_token_id", &c.eosId, 2}}) {
     const GgufValue *v = file_.find(key);
     if (v && v->asInteger() == int64_t(0xFFFFFFFF)) {
       *field = -1;
@@ -198,15 +188,13 @@ Status GgufModel::readConfig() {
                          "positive");
   if (Status s = validateLlama2cConfig(c); !s)
     return Status::error("llama hyperparameters: " + s.message());
-  for (const char *key :
-       {"llama.rope.dimension_count", "llama.attention.key_length",
-        "llama.attention.value_length"}) {
+  for (const char *key : {"llama.rope.dimension_count", "llama.attention.key_length",
+                          "llama.attention.value_length"}) {
     auto v = intKey(key, c.headDim());
     if (!v)
       return v.status();
     if (*v != c.headDim())
-      return Status::error(std::string("metadata '") + key + "' is " +
-                           std::to_string(*v) +
+      return Status::error(std::string("metadata '") + key + "' is " + std::to_string(*v) +
                            ", but Quill's llama needs "
                            "the head size " +
                            std::to_string(c.headDim()));
@@ -217,9 +205,7 @@ Status GgufModel::readConfig() {
 Status GgufModel::load() {
   path_ = file_.path();
   format_ = "GGUF v" + std::to_string(file_.version());
-  auto fail = [&](const std::string &what) {
-    return Status::error(path_ + ": " + what);
-  };
+  auto fail = [&](const std::string &what) { return Status::error(path_ + ": " + what); };
   if (Status s = readConfig(); !s)
     return fail(s.message());
 
@@ -236,25 +222,19 @@ Status GgufModel::load() {
     } else if (name.compare(0, 4, "blk.") == 0) {
       size_t dot = name.find('.', 4);
       std::string layer = name.substr(4, dot - 4);
-      bool numeric =
-          !layer.empty() && layer.size() < 9 &&
-          layer.find_first_not_of("0123456789") == std::string::npos &&
-          (layer.size() == 1 || layer[0] != '0');
-      if (numeric && std::stoi(layer) < config_.nLayers &&
-          dot != std::string::npos) {
+      bool numeric = !layer.empty() && layer.size() < 9 &&
+                     layer.find_first_not_of("0123456789") == std::string::npos &&
+                     (layer.size() == 1 || layer[0] != '0');
+      if (numeric && std::stoi(layer) < config_.nLayers && dot != std::string::npos) {
         for (auto [gguf, quill] : kLayerTensors)
-          if (name.compare(dot + 1, std::string::npos,
-                           std::string(gguf) + ".weight") == 0)
-            canonical =
-                "layers." + std::to_string(std::stoi(layer)) + "." + quill;
+          if (name.compare(dot + 1, std::string::npos, std::string(gguf) + ".weight") == 0)
+            canonical = "layers." + std::to_string(std::stoi(layer)) + "." + quill;
       }
     }
     if (canonical.empty())
-      return fail("unexpected tensor '" + name +
-                  "': Quill's llama has no place for it");
+      return fail("unexpected tensor '" + name + "': Quill's llama has no place for it");
     if (!info.dtype)
-      return fail("tensor '" + name + "' has type " +
-                  ggmlTypeName(info.ggmlType) +
+      return fail("tensor '" + name + "' has type " + ggmlTypeName(info.ggmlType) +
                   "; Quill imports F32, F16, BF16 and Q8_0");
     ImportedTensor t;
     t.name = canonical;
@@ -275,8 +255,7 @@ Status GgufModel::load() {
     const GgufTensorInfo *out = file_.findTensor("output.weight");
     const GgufTensorInfo *embd = file_.findTensor("token_embd.weight");
     if (embd && embd->ggmlType == out->ggmlType && embd->dims == out->dims &&
-        embd->bytes == out->bytes &&
-        std::memcmp(embd->data, out->data, out->bytes) == 0) {
+        embd->bytes == out->bytes && std::memcmp(embd->data, out->data, out->bytes) == 0) {
       byName.erase(output);
       notes_.push_back("output.weight equals token_embd.weight byte for "
                        "byte: the classifier shares the embedding");

@@ -13,8 +13,7 @@ namespace {
 
 /// tokenizer.ggml.pre values -> Quill's pre-tokenizer steps, following the
 /// regexes llama.cpp pairs with each name.
-std::optional<std::vector<PreTokenizeStep>>
-preTokenizerOf(const std::string &pre) {
+std::optional<std::vector<PreTokenizeStep>> preTokenizerOf(const std::string &pre) {
   using S = PreTokenizeStep;
   if (pre == "default" || pre == "gpt-2" || pre == "gpt2")
     return std::vector<S>{S::Gpt2};
@@ -30,9 +29,7 @@ preTokenizerOf(const std::string &pre) {
 /// A byte-level BPE's pre-tokenizer (tokenizer.ggml.pre) and merges (as
 /// pairs of the ids of `tokens`) into `data`.
 Status readByteLevelRules(const GgufFile &file, const GgufValue &tokens, TokenizerData &data) {
-  auto fail = [&](const std::string &what) {
-    return Status::error(file.path() + ": " + what);
-  };
+  auto fail = [&](const std::string &what) { return Status::error(file.path() + ": " + what); };
   const size_t count = tokens.elements.size();
   const GgufValue *pre = file.find("tokenizer.ggml.pre");
   std::string preName = pre && pre->asString() ? *pre->asString() : "default";
@@ -56,9 +53,8 @@ Status readByteLevelRules(const GgufFile &file, const GgufValue &tokens, Tokeniz
     const std::string &merge = merges->elements[rank].stringValue;
     size_t space = merge.find(' ');
     auto left = idOfText.find(merge.substr(0, space));
-    auto right = space == std::string::npos
-                     ? idOfText.end()
-                     : idOfText.find(merge.substr(space + 1));
+    auto right =
+        space == std::string::npos ? idOfText.end() : idOfText.find(merge.substr(space + 1));
     if (left == idOfText.end() || right == idOfText.end())
       return fail("merge " + std::to_string(rank) + " '" + merge +
                   "' is not two tokens of the vocabulary");
@@ -70,9 +66,7 @@ Status readByteLevelRules(const GgufFile &file, const GgufValue &tokens, Tokeniz
 } // namespace
 
 ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
-  auto fail = [&](const std::string &what) {
-    return Status::error(file.path() + ": " + what);
-  };
+  auto fail = [&](const std::string &what) { return Status::error(file.path() + ": " + what); };
   const GgufValue *model = file.find("tokenizer.ggml.model");
   if (!model || !model->asString())
     return fail("no tokenizer in the metadata (tokenizer.ggml.model)");
@@ -88,8 +82,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
                 "strings");
   const size_t count = tokens->elements.size();
   if (count == 0 || count > size_t(kMaxImportedVocab))
-    return fail("tokenizer.ggml.tokens has " + std::to_string(count) +
-                " tokens");
+    return fail("tokenizer.ggml.tokens has " + std::to_string(count) + " tokens");
 
   // Optional parallel arrays must match the token count.
   auto parallel = [&](const char *key) -> ErrorOr<const GgufValue *> {
@@ -97,8 +90,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     if (!v)
       return static_cast<const GgufValue *>(nullptr);
     if (!v->asArray() || v->elements.size() != count)
-      return fail(std::string(key) + " is not an array of " +
-                  std::to_string(count) + " values");
+      return fail(std::string(key) + " is not an array of " + std::to_string(count) + " values");
     return v;
   };
   auto scores = parallel("tokenizer.ggml.scores");
@@ -109,8 +101,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     return types.status();
 
   TokenizerData data;
-  data.kind = sentencePiece ? TokenizerKind::SentencePieceBpe
-                            : TokenizerKind::ByteLevelBpe;
+  data.kind = sentencePiece ? TokenizerKind::SentencePieceBpe : TokenizerKind::ByteLevelBpe;
   data.pieces.reserve(count);
   data.scores.assign(count, 0.0f);
   data.types.assign(count, TokenType::Normal);
@@ -118,8 +109,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     if (*types) {
       std::optional<int64_t> t = (*types)->elements[id].asInteger();
       if (!t || *t < 1 || *t > 6)
-        return fail("token " + std::to_string(id) +
-                    " has an unknown token_type");
+        return fail("token " + std::to_string(id) + " has an unknown token_type");
       data.types[id] = TokenType(*t);
     }
     if (*scores) {
@@ -131,8 +121,7 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     const std::string &text = tokens->elements[id].stringValue;
     if (sentencePiece) {
       data.pieces.push_back(metaspaceToSpace(text));
-    } else if (data.types[id] == TokenType::Control ||
-               data.types[id] == TokenType::UserDefined) {
+    } else if (data.types[id] == TokenType::Control || data.types[id] == TokenType::UserDefined) {
       data.pieces.push_back(text); // Added tokens are stored verbatim.
     } else {
       std::optional<std::string> bytes = gpt2PieceToBytes(text);
@@ -151,8 +140,8 @@ ErrorOr<TokenizerData> tokenizerFromGguf(const GgufFile &file) {
     if (*id == 0xFFFFFFFF || *id == -1)
       return -1;
     if (*id < 0 || *id >= int64_t(count))
-      return fail(std::string(key) + " " + std::to_string(*id) +
-                  " is outside the " + std::to_string(count) + " tokens");
+      return fail(std::string(key) + " " + std::to_string(*id) + " is outside the " +
+                  std::to_string(count) + " tokens");
     return int32_t(*id);
   };
   auto bos = special("tokenizer.ggml.bos_token_id", sentencePiece ? 1 : -1);

@@ -39,12 +39,9 @@ const std::pair<const char *, const char *> kLayerTensors[] = {
 /// Reads config.json fields with the defaults of transformers' LlamaConfig.
 class ConfigReader {
 public:
-  ConfigReader(const JsonValue &json, const std::string &path)
-      : json_(json), path_(path) {}
+  ConfigReader(const JsonValue &json, const std::string &path) : json_(json), path_(path) {}
 
-  Status error(const std::string &what) const {
-    return Status::error(path_ + ": " + what);
-  }
+  Status error(const std::string &what) const { return Status::error(path_ + ": " + what); }
   ErrorOr<int32_t> integer(const char *key, std::optional<int32_t> fallback) {
     const JsonValue *v = json_.find(key);
     if (!v || v->isNull()) {
@@ -93,8 +90,7 @@ private:
 class HfLlamaModel : public ModelSource {
 public:
   static ErrorOr<std::unique_ptr<ModelSource>>
-  open(const std::string &directory, const std::string &weightsFile,
-       const std::string &givenPath) {
+  open(const std::string &directory, const std::string &weightsFile, const std::string &givenPath) {
     std::unique_ptr<HfLlamaModel> model(new HfLlamaModel());
     model->path_ = givenPath;
     model->directory_ = directory;
@@ -128,15 +124,13 @@ private:
   std::map<std::string, size_t> fileOfTensor_;
 };
 
-Status HfLlamaModel::readConfig(const JsonValue &json,
-                                const std::string &path) {
+Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) {
   ConfigReader r(json, path);
   if (!json.isObject())
     return r.error("not a JSON object");
   const JsonValue *modelType = json.find("model_type");
   const JsonValue *architectures = json.find("architectures");
-  std::string type =
-      modelType && modelType->asString() ? *modelType->asString() : "";
+  std::string type = modelType && modelType->asString() ? *modelType->asString() : "";
   std::string declared;
   bool llamaClass = false;
   if (architectures && architectures->asArray())
@@ -145,20 +139,16 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
         declared += (declared.empty() ? "" : ", ") + *name;
         llamaClass |= *name == "LlamaForCausalLM";
       }
-  bool accepted = type.empty()
-                      ? llamaClass
-                      : type == "llama" && (declared.empty() || llamaClass);
+  bool accepted = type.empty() ? llamaClass : type == "llama" && (declared.empty() || llamaClass);
   if (!accepted)
-    return r.error("unsupported architecture '" +
-                   (declared.empty() ? type : declared) + "'" +
+    return r.error("unsupported architecture '" + (declared.empty() ? type : declared) + "'" +
                    (type.empty() ? "" : " (model_type '" + type + "')") +
                    "; Quill imports LlamaForCausalLM");
   architecture_ = "llama";
   if (const JsonValue *act = json.find("hidden_act"))
     if (!act->asString() || *act->asString() != "silu")
       return r.error("hidden_act must be \"silu\" (SwiGLU)");
-  if (const JsonValue *scaling = json.find("rope_scaling");
-      scaling && !scaling->isNull())
+  if (const JsonValue *scaling = json.find("rope_scaling"); scaling && !scaling->isNull())
     return r.error("rope_scaling is not supported");
   for (const char *key : {"attention_bias", "mlp_bias"}) {
     auto bias = r.boolean(key, false);
@@ -173,10 +163,9 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
     const char *key;
     int32_t *field;
   };
-  for (auto [key, field] : {IntField{"hidden_size", &c.dim},
-                            IntField{"intermediate_size", &c.hiddenDim},
-                            IntField{"num_hidden_layers", &c.nLayers},
-                            IntField{"num_attention_heads", &c.nHeads}}) {
+  for (auto [key, field] :
+       {IntField{"hidden_size", &c.dim}, IntField{"intermediate_size", &c.hiddenDim},
+        IntField{"num_hidden_layers", &c.nLayers}, IntField{"num_attention_heads", &c.nHeads}}) {
     auto v = r.integer(key, std::nullopt);
     if (!v)
       return v.status();
@@ -190,9 +179,8 @@ Status HfLlamaModel::readConfig(const JsonValue &json,
   auto tied = r.boolean("tie_word_embeddings", false);
   auto bos = r.tokenId("bos_token_id", 1);
   auto eos = r.tokenId("eos_token_id", 2);
-  for (Status s :
-       {kvHeads.status(), context.status(), vocab.status(), eps.status(),
-        theta.status(), tied.status(), bos.status(), eos.status()})
+  for (Status s : {kvHeads.status(), context.status(), vocab.status(), eps.status(), theta.status(),
+                   tied.status(), bos.status(), eos.status()})
     if (!s)
       return s;
   c.nKvHeads = *kvHeads;
@@ -231,9 +219,8 @@ Status HfLlamaModel::openWeights(const std::string &weightsFile) {
       return Status::error(indexPath + ": no \"weight_map\" object");
     for (const auto &[tensor, file] : *map->asObject()) {
       const std::string *name = file.asString();
-      if (!name || name->empty() ||
-          name->find_first_of("/\\") != std::string::npos || *name == "." ||
-          *name == "..")
+      if (!name || name->empty() || name->find_first_of("/\\") != std::string::npos ||
+          *name == "." || *name == "..")
         return Status::error(indexPath + ": tensor '" + tensor +
                              "' maps to something other than a file name "
                              "in the directory");
@@ -244,9 +231,7 @@ Status HfLlamaModel::openWeights(const std::string &weightsFile) {
     format_ = "Hugging Face safetensors, " + std::to_string(names.size()) +
               " shards (model.safetensors.index.json)";
   } else {
-    std::string single = weightsFile.empty()
-                             ? (dir / "model.safetensors").string()
-                             : weightsFile;
+    std::string single = weightsFile.empty() ? (dir / "model.safetensors").string() : weightsFile;
     if (!fs::exists(single, ignored))
       return Status::error(directory_ + ": no model.safetensors or "
                                         "model.safetensors.index.json");
@@ -265,14 +250,13 @@ Status HfLlamaModel::openWeights(const std::string &weightsFile) {
       if (!shardOf.empty() && (it == shardOf.end() || it->second != names[f]))
         continue; // The index assigns this tensor to another shard.
       if (!fileOfTensor_.emplace(t.name, f).second)
-        return Status::error(files_[f].path() + ": tensor '" + t.name +
-                             "' is also in " +
+        return Status::error(files_[f].path() + ": tensor '" + t.name + "' is also in " +
                              files_[fileOfTensor_[t.name]].path());
     }
   for (const auto &[tensor, file] : shardOf)
     if (!fileOfTensor_.count(tensor))
-      return Status::error((dir / file).string() + ": has no tensor '" +
-                           tensor + "', which " + indexPath + " places there");
+      return Status::error((dir / file).string() + ": has no tensor '" + tensor + "', which " +
+                           indexPath + " places there");
   return Status::ok();
 }
 
@@ -287,14 +271,12 @@ std::string HfLlamaModel::sourceNameOf(const std::string &canonical) const {
   if (canonical.compare(0, 7, "layers.") == 0 && dot != std::string::npos)
     for (auto [hf, quill] : kLayerTensors)
       if (canonical.compare(dot + 1, std::string::npos, quill) == 0)
-        return "model.layers." + canonical.substr(7, dot - 7) + "." + hf +
-               ".weight";
+        return "model.layers." + canonical.substr(7, dot - 7) + "." + hf + ".weight";
   return canonical;
 }
 
 Status HfLlamaModel::load(const std::string &weightsFile) {
-  const std::string configPath =
-      (fs::path(directory_) / "config.json").string();
+  const std::string configPath = (fs::path(directory_) / "config.json").string();
   auto json = parseJsonFile(configPath);
   if (!json)
     return json.status();
@@ -322,12 +304,10 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
     } else if (name.compare(0, 13, "model.layers.") == 0) {
       size_t dot = name.find('.', 13);
       std::string layer = name.substr(13, dot - 13);
-      bool numeric =
-          !layer.empty() && layer.size() < 9 &&
-          layer.find_first_not_of("0123456789") == std::string::npos &&
-          (layer.size() == 1 || layer[0] != '0');
-      if (numeric && dot != std::string::npos &&
-          std::stoi(layer) < config_.nLayers) {
+      bool numeric = !layer.empty() && layer.size() < 9 &&
+                     layer.find_first_not_of("0123456789") == std::string::npos &&
+                     (layer.size() == 1 || layer[0] != '0');
+      if (numeric && dot != std::string::npos && std::stoi(layer) < config_.nLayers) {
         std::string rest = name.substr(dot + 1);
         // Older checkpoints save RoPE's frequencies as a buffer; Quill
         // computes them from rope_theta.
@@ -345,8 +325,7 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
       return Status::error(files_[f].path() + ": unexpected tensor '" + name +
                            "': Quill's llama has no place for it");
     if (!st.sourceDType)
-      return Status::error(files_[f].path() + ": tensor '" + name +
-                           "' has dtype " + st.dtype +
+      return Status::error(files_[f].path() + ": tensor '" + name + "' has dtype " + st.dtype +
                            "; Quill imports F32, F16 and BF16");
     ImportedTensor t;
     t.name = canonical;
@@ -364,9 +343,9 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
 
 } // namespace
 
-ErrorOr<std::unique_ptr<ModelSource>>
-openHfLlamaModel(const std::string &directory, const std::string &weightsFile,
-                 const std::string &givenPath) {
+ErrorOr<std::unique_ptr<ModelSource>> openHfLlamaModel(const std::string &directory,
+                                                       const std::string &weightsFile,
+                                                       const std::string &givenPath) {
   return HfLlamaModel::open(directory, weightsFile, givenPath);
 }
 

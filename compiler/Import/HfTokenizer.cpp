@@ -39,25 +39,20 @@ std::string typeOf(const JsonValue *v) {
 }
 
 bool isBytePiece(const std::string &piece) {
-  auto hex = [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
-  };
-  return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 &&
-         hex(piece[3]) && hex(piece[4]) && piece[5] == '>';
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && hex(piece[3]) && hex(piece[4]) &&
+         piece[5] == '>';
 }
 
 /// Reads tokenizer.json parts into TokenizerData, failing with the path.
 class Converter {
 public:
-  Converter(const JsonValue &json, const std::string &path)
-      : json_(json), path_(path) {}
+  Converter(const JsonValue &json, const std::string &path) : json_(json), path_(path) {}
 
   ErrorOr<TokenizerData> convert(int32_t bosId, int32_t eosId);
 
 private:
-  Status fail(const std::string &what) const {
-    return Status::error(path_ + ": " + what);
-  }
+  Status fail(const std::string &what) const { return Status::error(path_ + ": " + what); }
   Status readVocabulary();
   Status readMerges(std::vector<std::pair<int32_t, int32_t>> &merges);
   Status addPreTokenizer(const JsonValue &p, int depth);
@@ -79,13 +74,12 @@ Status Converter::readVocabulary() {
   if (!vocab || !vocab->asObject())
     return fail("model.vocab is not an object");
   int64_t count = 0;
-  auto note = [&](const std::string &text, const JsonValue &idValue,
-                  const char *where) -> Status {
+  auto note = [&](const std::string &text, const JsonValue &idValue, const char *where) -> Status {
     std::optional<int64_t> id = idValue.asInteger();
     if (!id || *id < 0 || *id >= kMaxImportedVocab)
       return fail(std::string(where) + " gives '" + text +
-                  "' an id that is not an integer in [0, " +
-                  std::to_string(kMaxImportedVocab) + ")");
+                  "' an id that is not an integer in [0, " + std::to_string(kMaxImportedVocab) +
+                  ")");
     count = std::max(count, *id + 1);
     if (size_t(*id) >= textOfId_.size())
       textOfId_.resize(size_t(*id) + 1);
@@ -100,8 +94,7 @@ Status Converter::readVocabulary() {
     if (Status s = note(text, id, "model.vocab"); !s)
       return s;
   std::vector<std::pair<int32_t, bool>> added; // id, special
-  if (const JsonValue *list = json_.find("added_tokens");
-      list && list->asArray()) {
+  if (const JsonValue *list = json_.find("added_tokens"); list && list->asArray()) {
     for (const JsonValue &token : *list->asArray()) {
       const JsonValue *id = token.find("id");
       const JsonValue *content = token.find("content");
@@ -141,8 +134,7 @@ Status Converter::readMerges(std::vector<std::pair<int32_t, int32_t>> &out) {
       left = s->substr(0, space);
       right = s->substr(space + 1);
     } else if (merge.asArray() && merge.asArray()->size() == 2 &&
-               (*merge.asArray())[0].asString() &&
-               (*merge.asArray())[1].asString()) {
+               (*merge.asArray())[0].asString() && (*merge.asArray())[1].asString()) {
       left = *(*merge.asArray())[0].asString();
       right = *(*merge.asArray())[1].asString();
     } else {
@@ -151,8 +143,8 @@ Status Converter::readMerges(std::vector<std::pair<int32_t, int32_t>> &out) {
     }
     auto l = idOfText_.find(left), r = idOfText_.find(right);
     if (l == idOfText_.end() || r == idOfText_.end())
-      return fail("merge " + std::to_string(out.size()) + " '" + left + " " +
-                  right + "' names a token not in the vocabulary");
+      return fail("merge " + std::to_string(out.size()) + " '" + left + " " + right +
+                  "' names a token not in the vocabulary");
     out.emplace_back(l->second, r->second);
   }
   return Status::ok();
@@ -194,8 +186,7 @@ Status Converter::addPreTokenizer(const JsonValue &p, int depth) {
     const JsonValue *invert = p.find("invert");
     if (!regex || !regex->asString())
       return fail("pre_tokenizer Split without a \"Regex\" pattern");
-    if (!behavior || !behavior->asString() ||
-        *behavior->asString() != "Isolated" ||
+    if (!behavior || !behavior->asString() || *behavior->asString() != "Isolated" ||
         (invert && invert->asBool() && *invert->asBool()))
       return fail("pre_tokenizer Split must be Isolated and not inverted");
     const std::string &r = *regex->asString();
@@ -234,16 +225,13 @@ Status Converter::checkSentencePieceNormalizer(const JsonValue *normalizer) {
     const JsonValue *pattern = n->find("pattern");
     const JsonValue *from = pattern ? pattern->find("String") : nullptr;
     const JsonValue *content = n->find("content");
-    if (type == "Prepend" && prepend && prepend->asString() &&
-        *prepend->asString() == kMetaspace) {
+    if (type == "Prepend" && prepend && prepend->asString() && *prepend->asString() == kMetaspace) {
       data_.flags |= kAddDummyPrefix;
-    } else if (type == "Replace" && from && from->asString() &&
-               *from->asString() == " " && content && content->asString() &&
-               *content->asString() == kMetaspace) {
+    } else if (type == "Replace" && from && from->asString() && *from->asString() == " " &&
+               content && content->asString() && *content->asString() == kMetaspace) {
       // Spaces as U+2581: Quill's pieces spell U+2581 as ' ' anyway.
     } else {
-      return fail("normalizer '" + type +
-                  "' is not supported for a SentencePiece-style BPE");
+      return fail("normalizer '" + type + "' is not supported for a SentencePiece-style BPE");
     }
   }
   return Status::ok();
@@ -255,8 +243,7 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
     return fail("no \"model\" object: not a tokenizer.json");
   std::string modelType = typeOf(model_);
   if (modelType != "BPE")
-    return fail("tokenizer model type '" +
-                (modelType.empty() ? "?" : modelType) +
+    return fail("tokenizer model type '" + (modelType.empty() ? "?" : modelType) +
                 "' is not supported (Quill reads BPE)");
   if (Status s = readVocabulary(); !s)
     return s;
@@ -266,21 +253,18 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
 
   const JsonValue *normalizer = json_.find("normalizer");
   const JsonValue *preTokenizer = json_.find("pre_tokenizer");
-  if (preTokenizer && !preTokenizer->isNull() &&
-      typeOf(preTokenizer) != "Metaspace")
+  if (preTokenizer && !preTokenizer->isNull() && typeOf(preTokenizer) != "Metaspace")
     if (Status s = addPreTokenizer(*preTokenizer, 0); !s)
       return s;
   const JsonValue *byteFallback = model_->find("byte_fallback");
-  const bool hasByteFallback =
-      byteFallback && byteFallback->asBool() && *byteFallback->asBool();
+  const bool hasByteFallback = byteFallback && byteFallback->asBool() && *byteFallback->asBool();
   const size_t count = data_.pieces.size();
   for (int32_t *id : {&bosId, &eosId})
     if (*id >= int32_t(count))
       *id = -1;
   data_.bosId = bosId;
   data_.eosId = eosId;
-  if (const JsonValue *unk = model_->find("unk_token");
-      unk && unk->asString()) {
+  if (const JsonValue *unk = model_->find("unk_token"); unk && unk->asString()) {
     auto it = idOfText_.find(*unk->asString());
     data_.unkId = it != idOfText_.end() ? it->second : -1;
   }
@@ -288,8 +272,7 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
   if (sawByteLevel_) {
     data_.kind = TokenizerKind::ByteLevelBpe;
     if (normalizer && !normalizer->isNull())
-      return fail("normalizer '" + typeOf(normalizer) +
-                  "' is not supported for byte-level BPE");
+      return fail("normalizer '" + typeOf(normalizer) + "' is not supported for byte-level BPE");
     if (const JsonValue *ignore = model_->find("ignore_merges");
         ignore && ignore->asBool() && *ignore->asBool())
       data_.flags |= kIgnoreMerges;
@@ -335,8 +318,7 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
     auto [left, right] = merges[rank];
     auto it = idOfText_.find(textOfId_[left] + textOfId_[right]);
     if (it == idOfText_.end())
-      return fail("merge " + std::to_string(rank) +
-                  " makes a piece that is not in the vocabulary");
+      return fail("merge " + std::to_string(rank) + " makes a piece that is not in the vocabulary");
     if (!scored[it->second]) {
       scored[it->second] = true;
       data_.scores[it->second] = -float(rank);
@@ -347,8 +329,7 @@ ErrorOr<TokenizerData> Converter::convert(int32_t bosId, int32_t eosId) {
 
 } // namespace
 
-ErrorOr<TokenizerData> tokenizerFromHfJson(const JsonValue &json,
-                                           const std::string &path,
+ErrorOr<TokenizerData> tokenizerFromHfJson(const JsonValue &json, const std::string &path,
                                            int32_t bosId, int32_t eosId) {
   return Converter(json, path).convert(bosId, eosId);
 }

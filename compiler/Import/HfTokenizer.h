@@ -19,8 +19,7 @@ class JsonValue;
 /// BOS and EOS come from the model's config; anything else (Unigram,
 /// WordPiece, normalizers Quill does not implement, unknown split regexes)
 /// is an error naming `path` and the part it cannot handle.
-ErrorOr<TokenizerData> tokenizerFromHfJson(const JsonValue &json,
-                                           const std::string &path,
+ErrorOr<TokenizerData> tokenizerFromHfJson(const JsonValue &json, const std::string &path,
                                            int32_t bosId, int32_t eosId);
 
 } // namespace quill

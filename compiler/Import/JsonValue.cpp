@@ -80,16 +80,15 @@ private:
         ++column;
       }
     }
-    error_ = sourceName_ + ": invalid JSON at line " + std::to_string(line) +
-             ", column " + std::to_string(column) + ": " + what;
+    error_ = sourceName_ + ": invalid JSON at line " + std::to_string(line) + ", column " +
+             std::to_string(column) + ": " + what;
   }
 
   bool atEnd() const { return pos_ >= text_.size(); }
   char peek() const { return atEnd() ? '\0' : text_[pos_]; }
 
   void skipSpace() {
-    while (!atEnd() && (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
-                        peek() == '\r'))
+    while (!atEnd() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
       ++pos_;
   }
 
@@ -141,12 +140,10 @@ private:
   }
 
   static std::string printable(char c) {
-    if (static_cast<unsigned char>(c) >= 0x20 &&
-        static_cast<unsigned char>(c) < 0x7F)
+    if (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F)
       return std::string(1, c);
     char buffer[8];
-    std::snprintf(buffer, sizeof buffer, "\\x%02X",
-                  static_cast<unsigned char>(c));
+    std::snprintf(buffer, sizeof buffer, "\\x%02X", static_cast<unsigned char>(c));
     return buffer;
   }
 
@@ -161,8 +158,7 @@ private:
     while (!failed_) {
       skipSpace();
       if (peek() != '"') {
-        fail(atEnd() ? "unexpected end of input in an object"
-                     : "expected a string key");
+        fail(atEnd() ? "unexpected end of input in an object" : "expected a string key");
         break;
       }
       std::string key;
@@ -188,8 +184,7 @@ private:
         ++pos_;
         return JsonValue(std::move(members));
       }
-      fail(atEnd() ? "unexpected end of input in an object"
-                   : "expected ',' or '}' in an object");
+      fail(atEnd() ? "unexpected end of input in an object" : "expected ',' or '}' in an object");
     }
     return {};
   }
@@ -217,8 +212,7 @@ private:
         ++pos_;
         return JsonValue(std::move(items));
       }
-      fail(atEnd() ? "unexpected end of input in an array"
-                   : "expected ',' or ']' in an array");
+      fail(atEnd() ? "unexpected end of input in an array" : "expected ',' or ']' in an array");
     }
     return {};
   }
@@ -303,8 +297,7 @@ private:
             fail("unpaired UTF-16 surrogate in a \\u escape");
             return false;
           }
-          codepoint = 0x10000 + ((uint32_t(unit) - 0xD800) << 10) +
-                      (uint32_t(low) - 0xDC00);
+          codepoint = 0x10000 + ((uint32_t(unit) - 0xD800) << 10) + (uint32_t(low) - 0xDC00);
         } else if (unit >= 0xDC00 && unit <= 0xDFFF) {
           fail("unpaired UTF-16 surrogate in a \\u escape");
           return false;
@@ -359,8 +352,7 @@ private:
     const char *first = text_.data() + start, *last = text_.data() + pos_;
     JsonNumber number;
     // from_chars ignores the locale; a range error leaves the value as is.
-    if (std::from_chars(first, last, number.value).ec ==
-        std::errc::invalid_argument) {
+    if (std::from_chars(first, last, number.value).ec == std::errc::invalid_argument) {
       fail("bad number");
       return {};
     }
@@ -379,8 +371,7 @@ private:
 
 } // namespace
 
-ErrorOr<JsonValue> parseJson(std::string_view text,
-                             const std::string &sourceName) {
+ErrorOr<JsonValue> parseJson(std::string_view text, const std::string &sourceName) {
   return Parser(text, sourceName).parseDocument();
 }
 
@@ -388,8 +379,7 @@ ErrorOr<JsonValue> parseJsonFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Status::error(path + ": cannot open: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad())
     return Status::error(path + ": cannot read: " + std::strerror(errno));
   return parseJson(text, path);

@@ -50,16 +50,10 @@ public:
 
   /// The typed contents, or null when the value is of another kind.
   const bool *asBool() const { return std::get_if<bool>(&value_); }
-  const JsonNumber *asNumber() const {
-    return std::get_if<JsonNumber>(&value_);
-  }
-  const std::string *asString() const {
-    return std::get_if<std::string>(&value_);
-  }
+  const JsonNumber *asNumber() const { return std::get_if<JsonNumber>(&value_); }
+  const std::string *asString() const { return std::get_if<std::string>(&value_); }
   const JsonArray *asArray() const { return std::get_if<JsonArray>(&value_); }
-  const JsonObject *asObject() const {
-    return std::get_if<JsonObject>(&value_);
-  }
+  const JsonObject *asObject() const { return std::get_if<JsonObject>(&value_); }
   /// The exact integer, when this is an integral number.
   std::optional<int64_t> asInteger() const;
 
@@ -68,9 +62,7 @@ public:
   const JsonValue *find(std::string_view key) const;
 
 private:
-  std::variant<std::monostate, bool, JsonNumber, std::string, JsonArray,
-               JsonObject>
-      value_;
+  std::variant<std::monostate, bool, JsonNumber, std::string, JsonArray, JsonObject> value_;
 };
 
 /// "null", "a boolean", "a number", "a string", "an array", "an object".
@@ -81,8 +73,7 @@ constexpr int kMaxJsonDepth = 64;
 
 /// Parses one JSON document (surrounding white space allowed). Errors read
 /// "<sourceName>: invalid JSON at line L, column C: <what>".
-ErrorOr<JsonValue> parseJson(std::string_view text,
-                             const std::string &sourceName);
+ErrorOr<JsonValue> parseJson(std::string_view text, const std::string &sourceName);
 
 /// Reads and parses a whole file; errors name the path.
 ErrorOr<JsonValue> parseJsonFile(const std::string &path);

@@ -8,8 +8,7 @@
 using namespace quill;
 
 // Weights are read in place, so the host must share the file's byte order.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "llama2.c checkpoints are little-endian");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "llama2.c checkpoints are little-endian");
 
 int64_t WeightTensor::numElements() const {
   int64_t n = 1;
@@ -61,12 +60,8 @@ Status failAt(const std::string &path, const std::string &what) {
 
 Status quill::validateLlama2cConfig(const ModelConfig &c) {
   const std::pair<const char *, int32_t> fields[] = {
-      {"dim", c.dim},
-      {"hidden_dim", c.hiddenDim},
-      {"n_layers", c.nLayers},
-      {"n_heads", c.nHeads},
-      {"n_kv_heads", c.nKvHeads},
-      {"vocab_size", c.vocabSize},
+      {"dim", c.dim},        {"hidden_dim", c.hiddenDim}, {"n_layers", c.nLayers},
+      {"n_heads", c.nHeads}, {"n_kv_heads", c.nKvHeads},  {"vocab_size", c.vocabSize},
       {"seq_len", c.seqLen}};
   for (const auto &[name, value] : fields) {
     if (value <= 0)
@@ -74,20 +69,17 @@ Status quill::validateLlama2cConfig(const ModelConfig &c) {
                            ", must be positive");
     if (value > kLlama2cMaxField)
       return Status::error(std::string(name) + " is " + std::to_string(value) +
-                           ", implausibly large (limit " +
-                           std::to_string(kLlama2cMaxField) + ")");
+                           ", implausibly large (limit " + std::to_string(kLlama2cMaxField) + ")");
   }
   if (c.dim % c.nHeads != 0)
-    return Status::error("dim " + std::to_string(c.dim) +
-                         " is not divisible by n_heads " +
+    return Status::error("dim " + std::to_string(c.dim) + " is not divisible by n_heads " +
                          std::to_string(c.nHeads));
   if (c.nKvHeads > c.nHeads)
-    return Status::error("n_kv_heads " + std::to_string(c.nKvHeads) +
-                         " exceeds n_heads " + std::to_string(c.nHeads));
+    return Status::error("n_kv_heads " + std::to_string(c.nKvHeads) + " exceeds n_heads " +
+                         std::to_string(c.nHeads));
   if (c.nHeads % c.nKvHeads != 0)
     return Status::error("n_heads " + std::to_string(c.nHeads) +
-                         " is not a multiple of n_kv_heads " +
-                         std::to_string(c.nKvHeads));
+                         " is not a multiple of n_kv_heads " + std::to_string(c.nKvHeads));
   // RoPE rotates (even, odd) pairs inside each head.
   if (c.headDim() % 2 != 0)
     return Status::error("head size " + std::to_string(c.headDim()) +
@@ -95,11 +87,9 @@ Status quill::validateLlama2cConfig(const ModelConfig &c) {
   return Status::ok();
 }
 
-ErrorOr<uint64_t> quill::llama2cFileBytes(const ModelConfig &c,
-                                          int formatVersion) {
-  const uint64_t dim = c.dim, hidden = c.hiddenDim, layers = c.nLayers,
-                 vocab = c.vocabSize, kvDim = uint64_t(c.kvDim()),
-                 seqLen = c.seqLen, headDim = uint64_t(c.headDim());
+ErrorOr<uint64_t> quill::llama2cFileBytes(const ModelConfig &c, int formatVersion) {
+  const uint64_t dim = c.dim, hidden = c.hiddenDim, layers = c.nLayers, vocab = c.vocabSize,
+                 kvDim = uint64_t(c.kvDim()), seqLen = c.seqLen, headDim = uint64_t(c.headDim());
   CheckedSize perLayer(0);
   perLayer
       .add(CheckedSize::product({2, dim}))                 // two norms
@@ -113,23 +103,19 @@ ErrorOr<uint64_t> quill::llama2cFileBytes(const ModelConfig &c,
   if (!c.sharedClassifier)
     floats.add(CheckedSize::product({vocab, dim}));
   CheckedSize bytes = floats.multiply(sizeof(float));
-  bytes.add(CheckedSize(formatVersion == 0 ? kLlama2cLegacyHeaderBytes
-                                           : kLlama2cV1HeaderBytes));
+  bytes.add(CheckedSize(formatVersion == 0 ? kLlama2cLegacyHeaderBytes : kLlama2cV1HeaderBytes));
   if (bytes.overflowed())
     return Status::error("tensor sizes overflow 64-bit arithmetic; the header "
                          "fields are too large to be a real model");
   return bytes.value();
 }
 
-std::vector<Llama2cBlock> quill::llama2cFileLayout(const ModelConfig &c,
-                                                   int formatVersion) {
-  const int64_t dim = c.dim, hidden = c.hiddenDim, vocab = c.vocabSize,
-                kvDim = c.kvDim();
+std::vector<Llama2cBlock> quill::llama2cFileLayout(const ModelConfig &c, int formatVersion) {
+  const int64_t dim = c.dim, hidden = c.hiddenDim, vocab = c.vocabSize, kvDim = c.kvDim();
   std::vector<Llama2cBlock> blocks;
   auto perLayer = [&](const char *kind, std::vector<int64_t> shape) {
     for (int l = 0; l < c.nLayers; ++l)
-      blocks.push_back(
-          {"layers." + std::to_string(l) + "." + kind, shape, true});
+      blocks.push_back({"layers." + std::to_string(l) + "." + kind, shape, true});
   };
   auto matrices = [&] {
     perLayer("wq", {dim, dim});
@@ -166,8 +152,8 @@ std::vector<Llama2cBlock> quill::llama2cFileLayout(const ModelConfig &c,
 }
 
 std::vector<std::string> quill::llama2cCanonicalNames(const ModelConfig &c) {
-  static const char *const kLayerKinds[] = {
-      "attention_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3"};
+  static const char *const kLayerKinds[] = {"attention_norm", "wq", "wk", "wv", "wo",
+                                            "ffn_norm",       "w1", "w2", "w3"};
   std::vector<std::string> names{"tok_embeddings"};
   for (int l = 0; l < c.nLayers; ++l)
     for (const char *kind : kLayerKinds)
@@ -194,14 +180,11 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
     std::memcpy(&magic, bytes, 4);
   if (fileBytes >= 4 && magic == kLlama2cV1Magic)
     version = 1;
-  const uint64_t headerBytes =
-      version == 1 ? kLlama2cV1HeaderBytes : kLlama2cLegacyHeaderBytes;
+  const uint64_t headerBytes = version == 1 ? kLlama2cV1HeaderBytes : kLlama2cLegacyHeaderBytes;
   const char *kind = version == 1 ? "v1" : "legacy";
   if (fileBytes < headerBytes)
-    return failAt(path, "file has " + std::to_string(fileBytes) +
-                            " bytes, shorter than the " +
-                            std::to_string(headerBytes) + "-byte " + kind +
-                            " llama2.c header");
+    return failAt(path, "file has " + std::to_string(fileBytes) + " bytes, shorter than the " +
+                            std::to_string(headerBytes) + "-byte " + kind + " llama2.c header");
 
   const uint8_t *header = bytes;
   RawParams raw;
@@ -211,14 +194,13 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
     int32_t fileVersion;
     std::memcpy(&fileVersion, header + 4, 4);
     if (fileVersion != 1)
-      return failAt(path, "v1 header: unsupported version " +
-                              std::to_string(fileVersion) +
+      return failAt(path, "v1 header: unsupported version " + std::to_string(fileVersion) +
                               " (only version 1 is fp32 llama2.c)");
     paramsOffset = 8;
     uint8_t sharedByte = header[8 + sizeof(RawParams)];
     if (sharedByte > 1)
-      return failAt(path, "v1 header: shared_classifier byte is " +
-                              std::to_string(sharedByte) + ", must be 0 or 1");
+      return failAt(path, "v1 header: shared_classifier byte is " + std::to_string(sharedByte) +
+                              ", must be 0 or 1");
     shared = sharedByte == 1;
   }
   std::memcpy(&raw, header + paramsOffset, sizeof(RawParams));
@@ -247,10 +229,8 @@ ErrorOr<Llama2cCheckpoint> Llama2cCheckpoint::open(const std::string &path) {
   if (!expected)
     return failAt(path, std::string(kind) + " header: " + expected.message());
   if (*expected != fileBytes)
-    return failAt(path, std::string(kind) + " checkpoint: expected " +
-                            std::to_string(*expected) +
-                            " bytes from the header, file has " +
-                            std::to_string(fileBytes));
+    return failAt(path, std::string(kind) + " checkpoint: expected " + std::to_string(*expected) +
+                            " bytes from the header, file has " + std::to_string(fileBytes));
 
   ckpt.config_ = config;
   ckpt.formatVersion_ = version;

@@ -50,13 +50,11 @@ Status validateLlama2cConfig(const ModelConfig &config);
 /// The exact file size of a checkpoint of `config` in `formatVersion` (0 legacy
 /// with its freq_cis tables, 1 v1), computed with overflow checks.
 /// `config` must already pass validateLlama2cConfig.
-ErrorOr<uint64_t> llama2cFileBytes(const ModelConfig &config,
-                                   int formatVersion);
+ErrorOr<uint64_t> llama2cFileBytes(const ModelConfig &config, int formatVersion);
 
 /// The blocks of a checkpoint body in the order the format stores them:
 /// kind-major (all layers' wq, then all layers' wk, ...), as llama2.c writes.
-std::vector<Llama2cBlock> llama2cFileLayout(const ModelConfig &config,
-                                            int formatVersion);
+std::vector<Llama2cBlock> llama2cFileLayout(const ModelConfig &config, int formatVersion);
 
 /// The canonical tensor names in canonical order: tok_embeddings, then per
 /// layer attention_norm wq wk wv wo ffn_norm w1 w2 w3, then norm and (when

@@ -16,9 +16,8 @@ public:
       return checkpoint.status();
     std::unique_ptr<Llama2cModel> model(new Llama2cModel(checkpoint.take()));
     model->path_ = path;
-    model->format_ = model->checkpoint_.formatVersion() == 1
-                         ? "llama2.c version 1 (ak42), fp32"
-                         : "llama2.c legacy, fp32";
+    model->format_ = model->checkpoint_.formatVersion() == 1 ? "llama2.c version 1 (ak42), fp32"
+                                                             : "llama2.c legacy, fp32";
     model->config_ = model->checkpoint_.config();
     std::unordered_map<std::string, ImportedTensor> byName;
     for (const WeightTensor &w : model->checkpoint_.weights()) {
@@ -41,16 +40,14 @@ public:
   }
 
 private:
-  explicit Llama2cModel(Llama2cCheckpoint checkpoint)
-      : checkpoint_(std::move(checkpoint)) {}
+  explicit Llama2cModel(Llama2cCheckpoint checkpoint) : checkpoint_(std::move(checkpoint)) {}
 
   Llama2cCheckpoint checkpoint_;
 };
 
 } // namespace
 
-ErrorOr<std::unique_ptr<ModelSource>>
-openLlama2cModel(const std::string &path) {
+ErrorOr<std::unique_ptr<ModelSource>> openLlama2cModel(const std::string &path) {
   return Llama2cModel::open(path);
 }
 

@@ -33,10 +33,8 @@ const ImportedTensor *ModelSource::find(const std::string &name) const {
   return it == indexByName_.end() ? nullptr : &tensors_[it->second];
 }
 
-std::vector<int64_t> canonicalShape(const ModelConfig &c,
-                                    const std::string &name) {
-  const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim(),
-                vocab = c.vocabSize;
+std::vector<int64_t> canonicalShape(const ModelConfig &c, const std::string &name) {
+  const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim(), vocab = c.vocabSize;
   if (name == "tok_embeddings" || name == "output")
     return {vocab, dim};
   if (name == "norm")
@@ -68,30 +66,27 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s.empty() ? "scalar" : s;
 }
 
-Status ModelSource::setTensors(
-    std::unordered_map<std::string, ImportedTensor> byName) {
+Status ModelSource::setTensors(std::unordered_map<std::string, ImportedTensor> byName) {
   tensors_.clear();
   indexByName_.clear();
   for (const std::string &name : llama2cCanonicalNames(config_)) {
     auto it = byName.find(name);
     if (it == byName.end()) {
       std::string source = sourceNameOf(name);
-      return Status::error(path_ + ": the model has no tensor '" + source +
-                           "'" +
+      return Status::error(path_ + ": the model has no tensor '" + source + "'" +
                            (source != name ? " (Quill's " + name + ")" : ""));
     }
     ImportedTensor &t = it->second;
     std::vector<int64_t> expected = canonicalShape(config_, name);
     if (t.shape != expected)
-      return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
-                           "' has shape " + shapeString(t.shape) +
-                           " (rows x columns), expected " +
+      return Status::error(t.sourceFile + ": tensor '" + t.sourceName + "' has shape " +
+                           shapeString(t.shape) + " (rows x columns), expected " +
                            shapeString(expected));
     if (t.rowOrder == RowOrder::RotateHalfToInterleaved &&
         (t.headDim <= 0 || t.headDim % 2 != 0 || t.shape[0] % t.headDim != 0))
       return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
-                           "' cannot be split into heads of " +
-                           std::to_string(t.headDim) + " rows");
+                           "' cannot be split into heads of " + std::to_string(t.headDim) +
+                           " rows");
     indexByName_.emplace(name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
@@ -107,22 +102,19 @@ Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
   }
   std::optional<uint64_t> rowBytes = dtypeBytes(t.dtype, uint64_t(columns));
   if (!rowBytes)
-    return Status::error(t.sourceFile + ": tensor '" + t.sourceName +
-                         "' rows are not whole " + dtypeName(t.dtype) +
-                         " blocks");
+    return Status::error(t.sourceFile + ": tensor '" + t.sourceName + "' rows are not whole " +
+                         dtypeName(t.dtype) + " blocks");
   // Quill's row (head h, pair i, half j) is stored at h*headDim + j*half + i.
   const int64_t half = t.headDim / 2;
   for (int64_t row = 0; row < rows; ++row) {
     int64_t head = row / t.headDim, within = row % t.headDim;
     int64_t stored = head * t.headDim + (within % 2) * half + within / 2;
-    convertToFloat(t.dtype, t.data + uint64_t(stored) * *rowBytes, columns,
-                   out + row * columns);
+    convertToFloat(t.dtype, t.data + uint64_t(stored) * *rowBytes, columns, out + row * columns);
   }
   return Status::ok();
 }
 
-ErrorOr<std::vector<float>>
-ModelSource::readTensor(const std::string &name) const {
+ErrorOr<std::vector<float>> ModelSource::readTensor(const std::string &name) const {
   const ImportedTensor *t = find(name);
   if (!t)
     return Status::error(path_ + ": the model has no tensor '" + name + "'");
@@ -132,31 +124,26 @@ ModelSource::readTensor(const std::string &name) const {
   return values;
 }
 
-void describeModel(const ModelSource &model,
-                   const std::string &tokenizerOverride, std::ostream &out) {
+void describeModel(const ModelSource &model, const std::string &tokenizerOverride,
+                   std::ostream &out) {
   const ModelConfig &c = model.config();
   out << "model:        " << model.path() << "\n"
       << "format:       " << model.format() << "\n"
       << "architecture: " << model.architecture() << "\n"
-      << "dim " << c.dim << ", hidden " << c.hiddenDim << ", layers "
-      << c.nLayers << ", heads " << c.nHeads << ", kv heads " << c.nKvHeads
-      << ", head size " << c.headDim() << ", vocab " << c.vocabSize
-      << ", context " << c.seqLen << "\n"
-      << "rope theta " << c.ropeTheta << ", rms norm eps " << c.normEps
-      << ", bos " << c.bosId << ", eos " << c.eosId << ", classifier "
-      << (c.sharedClassifier ? "shared with the embedding" : "separate")
-      << "\n";
+      << "dim " << c.dim << ", hidden " << c.hiddenDim << ", layers " << c.nLayers << ", heads "
+      << c.nHeads << ", kv heads " << c.nKvHeads << ", head size " << c.headDim() << ", vocab "
+      << c.vocabSize << ", context " << c.seqLen << "\n"
+      << "rope theta " << c.ropeTheta << ", rms norm eps " << c.normEps << ", bos " << c.bosId
+      << ", eos " << c.eosId << ", classifier "
+      << (c.sharedClassifier ? "shared with the embedding" : "separate") << "\n";
   auto tokenizer = model.tokenizer();
   out << "tokenizer:    "
-      << (tokenizer ? describeTokenizer(*tokenizer)
-                    : "none (" + oneLine(tokenizer.message()) + ")")
+      << (tokenizer ? describeTokenizer(*tokenizer) : "none (" + oneLine(tokenizer.message()) + ")")
       << "\n";
   if (!tokenizerOverride.empty()) {
     auto given = loadTokenizerFile(tokenizerOverride, c);
     out << "--tokenizer:  "
-        << (given ? describeTokenizer(*given)
-                  : "unusable (" + given.message() + ")")
-        << "\n";
+        << (given ? describeTokenizer(*given) : "unusable (" + given.message() + ")") << "\n";
   }
   for (const std::string &note : model.notes())
     out << "note:         " << note << "\n";
@@ -171,10 +158,9 @@ void describeModel(const ModelSource &model,
   out << "tensors:      " << model.tensors().size() << ", " << elements
       << " parameters (canonical name, name in the file, type, shape)\n";
   for (const ImportedTensor &t : model.tensors()) {
-    out << "  " << t.name << std::string(nameWidth - t.name.size() + 2, ' ')
-        << t.sourceName
-        << std::string(sourceWidth - t.sourceName.size() + 2, ' ')
-        << dtypeName(t.dtype) << "  " << shapeString(t.shape);
+    out << "  " << t.name << std::string(nameWidth - t.name.size() + 2, ' ') << t.sourceName
+        << std::string(sourceWidth - t.sourceName.size() + 2, ' ') << dtypeName(t.dtype) << "  "
+        << shapeString(t.shape);
     if (t.rowOrder == RowOrder::RotateHalfToInterleaved)
       out << "  (rows un-permuted from rotate-half)";
     out << "\n";

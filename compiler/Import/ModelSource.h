@@ -86,9 +86,7 @@ protected:
   /// `byName` are the caller's business.
   Status setTensors(std::unordered_map<std::string, ImportedTensor> byName);
   /// The file's name for a canonical tensor, for "missing tensor" errors.
-  virtual std::string sourceNameOf(const std::string &canonical) const {
-    return canonical;
-  }
+  virtual std::string sourceNameOf(const std::string &canonical) const { return canonical; }
 
   std::string path_;
   std::string format_;
@@ -103,8 +101,7 @@ private:
 
 /// The canonical row-major shape of tensor `name` for `config`, or an empty
 /// vector when `name` is not canonical.
-std::vector<int64_t> canonicalShape(const ModelConfig &config,
-                                    const std::string &name);
+std::vector<int64_t> canonicalShape(const ModelConfig &config, const std::string &name);
 
 /// "64x512": a shape as --info and error messages print it.
 std::string shapeString(const std::vector<int64_t> &shape);
@@ -121,7 +118,7 @@ ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path);
 /// Prints what quill-compile --info shows: format, architecture,
 /// hyperparameters, the tokenizer (the model's own, and `tokenizerOverride`'s
 /// when not empty), and every tensor's source name, type and shape.
-void describeModel(const ModelSource &model,
-                   const std::string &tokenizerOverride, std::ostream &out);
+void describeModel(const ModelSource &model, const std::string &tokenizerOverride,
+                   std::ostream &out);
 
 } // namespace quill

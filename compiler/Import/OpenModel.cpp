@@ -56,8 +56,8 @@ ErrorOr<std::unique_ptr<ModelSource>> openAnyFormat(const std::string &path) {
   uint64_t headerBytes = 0;
   if (got >= 8)
     std::memcpy(&headerBytes, head, 8);
-  const bool safetensors = got >= 9 && headerBytes >= 2 &&
-                           headerBytes <= fileBytes - 8 && head[8] == '{';
+  const bool safetensors =
+      got >= 9 && headerBytes >= 2 && headerBytes <= fileBytes - 8 && head[8] == '{';
   if (safetensors || fs::path(path).filename() == "config.json") {
     if (!besideConfig)
       return Status::error(path + ": a safetensors file needs config.json "

@@ -61,9 +61,8 @@ Status SafetensorsFile::parse() {
     return Status::error("header length " + std::to_string(headerBytes) +
                          " exceeds the 100 MB safetensors limit");
   if (headerBytes > size - 8)
-    return Status::error("truncated: the header needs " +
-                         std::to_string(headerBytes) + " bytes, the file has " +
-                         std::to_string(size - 8) + " after the length");
+    return Status::error("truncated: the header needs " + std::to_string(headerBytes) +
+                         " bytes, the file has " + std::to_string(size - 8) + " after the length");
   std::string_view text(reinterpret_cast<const char *>(bytes + 8), headerBytes);
   auto header = parseJson(text, "safetensors header");
   if (!header)
@@ -87,8 +86,8 @@ Status SafetensorsFile::parse() {
     const JsonValue *dtype = info.find("dtype");
     const JsonValue *shape = info.find("shape");
     const JsonValue *offsets = info.find("data_offsets");
-    if (!dtype || !dtype->asString() || !shape || !shape->asArray() ||
-        !offsets || !offsets->asArray() || offsets->asArray()->size() != 2)
+    if (!dtype || !dtype->asString() || !shape || !shape->asArray() || !offsets ||
+        !offsets->asArray() || offsets->asArray()->size() != 2)
       return bad("needs \"dtype\" (a string), \"shape\" (an array) and "
                  "\"data_offsets\" ([begin, end])");
     SafetensorsTensor t;
@@ -114,8 +113,8 @@ Status SafetensorsFile::parse() {
     if (__builtin_mul_overflow(count, perElement, &expected))
       return bad("size overflows 64-bit arithmetic");
     if (uint64_t(*end - *begin) != expected)
-      return bad("data_offsets span " + std::to_string(*end - *begin) +
-                 " bytes, but " + t.dtype + " of shape [" +
+      return bad("data_offsets span " + std::to_string(*end - *begin) + " bytes, but " + t.dtype +
+                 " of shape [" +
                  [&] {
                    std::string s;
                    for (size_t i = 0; i < t.shape.size(); ++i)
@@ -125,8 +124,7 @@ Status SafetensorsFile::parse() {
                  "] needs " + std::to_string(expected));
     if (uint64_t(*end) > dataBytes)
       return bad("data_offsets end at " + std::to_string(*end) + ", past the " +
-                 std::to_string(dataBytes) +
-                 " data bytes: truncated or corrupt");
+                 std::to_string(dataBytes) + " data bytes: truncated or corrupt");
     t.sourceDType = convertible(t.dtype);
     t.data = bytes + dataStart + *begin;
     t.bytes = expected;
@@ -140,9 +138,8 @@ Status SafetensorsFile::parse() {
             [](const Range &a, const Range &b) { return a.begin < b.begin; });
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].begin < ranges[i - 1].end)
-      return Status::error("tensors '" + tensors_[ranges[i - 1].tensor].name +
-                           "' and '" + tensors_[ranges[i].tensor].name +
-                           "' overlap in the data");
+      return Status::error("tensors '" + tensors_[ranges[i - 1].tensor].name + "' and '" +
+                           tensors_[ranges[i].tensor].name + "' overlap in the data");
   return Status::ok();
 }
 

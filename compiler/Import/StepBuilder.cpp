@@ -61,9 +61,11 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
   auto headDim = b.getI64IntegerAttr(config.headDim());
 
   Value embeddings = weight("tok_embeddings", mat(vocab, dim));
-  Value x = rows ? q::EmbeddingsOp::create(b, loc, act(dim), embeddings, token, /*tile=*/ValueRange{}).getResult()
-                 : q::EmbeddingOp::create(b, loc, vec(dim), embeddings, token, /*tile=*/ValueRange{})
-                       .getResult();
+  Value x =
+      rows ? q::EmbeddingsOp::create(b, loc, act(dim), embeddings, token, /*tile=*/ValueRange{})
+                 .getResult()
+           : q::EmbeddingOp::create(b, loc, vec(dim), embeddings, token, /*tile=*/ValueRange{})
+                 .getResult();
   for (int layer = 0; layer < config.nLayers; ++layer) {
     std::string p = "layers." + std::to_string(layer) + ".";
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
@@ -78,8 +80,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
     Value qv = linear(h, "wq", dim, dim);
     Value k = linear(h, "wk", kvDim, dim);
     Value v = linear(h, "wv", kvDim, dim);
-    qv = q::RoPEOp::create(b, l, act(dim), qv, pos, liveRows, /*tile=*/ValueRange{}, headDim,
-                           theta);
+    qv =
+        q::RoPEOp::create(b, l, act(dim), qv, pos, liveRows, /*tile=*/ValueRange{}, headDim, theta);
     k = q::RoPEOp::create(b, l, act(kvDim), k, pos, liveRows, /*tile=*/ValueRange{}, headDim,
                           theta);
     Value attended;
@@ -95,14 +97,15 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
       Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
       Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
       keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos, /*tile=*/ValueRange{});
-      values = q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
+      values =
+          q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
       attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
                                         config.nKvHeads, ValueRange{}, /*tile_rows=*/false);
     }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, dim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.
     h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps,
-                               /*tile=*/ValueRange{});
+                             /*tile=*/ValueRange{});
     Value gate = linear(h, "w1", hidden, dim);
     Value up = linear(h, "w3", hidden, dim);
     Value activated = q::SwiGLUOp::create(b, l, act(hidden), gate, up);

@@ -34,10 +34,8 @@ struct BatchStepShape {
 /// allocates what its budget allows, at most this many.
 constexpr int64_t kMaxKVBlocks = 1 << 16;
 
-mlir::OwningOpRef<mlir::ModuleOp> buildStep(mlir::MLIRContext &context,
-                                            const ModelConfig &config,
-                                            llvm::StringRef modelName,
-                                            int64_t prefillTokens = 0,
+mlir::OwningOpRef<mlir::ModuleOp> buildStep(mlir::MLIRContext &context, const ModelConfig &config,
+                                            llvm::StringRef modelName, int64_t prefillTokens = 0,
                                             BatchStepShape batch = {});
 
 } // namespace quill

@@ -65,18 +65,14 @@ ErrorOr<ModelConfig> quill::syntheticShape(const std::string &name) {
     c.seqLen = s.fields[6];
     return c;
   }
-  return Status::error("unknown shape '" + name +
-                       "' (known: 15m, 110m, 1b, tiny)");
+  return Status::error("unknown shape '" + name + "' (known: 15m, 110m, 1b, tiny)");
 }
 
-std::vector<std::string> quill::syntheticShapeNames() {
-  return {"15m", "110m", "1b", "tiny"};
-}
+std::vector<std::string> quill::syntheticShapeNames() { return {"15m", "110m", "1b", "tiny"}; }
 
-void quill::fillSyntheticTensor(const std::string &name,
-                                const std::vector<int64_t> &shape,
-                                uint64_t seed, int64_t firstElement, float *out,
-                                int64_t count, int64_t period, float queryKeyGain) {
+void quill::fillSyntheticTensor(const std::string &name, const std::vector<int64_t> &shape,
+                                uint64_t seed, int64_t firstElement, float *out, int64_t count,
+                                int64_t period, float queryKeyGain) {
   // Scale so a unit-RMS input gives outputs of RMS ~0.6 at every layer.
   const float fanIn = shape.size() == 2 ? float(shape[1]) : 1.0f;
   float center = 0.0f, halfWidth = 1.0f / std::sqrt(fanIn);
@@ -108,9 +104,9 @@ void quill::fillSyntheticTensor(const std::string &name,
   }
 }
 
-Status quill::writeSyntheticModel(const std::string &path,
-                                  const ModelConfig &config, int formatVersion,
-                                  uint64_t seed, int64_t period, float queryKeyGain) {
+Status quill::writeSyntheticModel(const std::string &path, const ModelConfig &config,
+                                  int formatVersion, uint64_t seed, int64_t period,
+                                  float queryKeyGain) {
   if (formatVersion != 0 && formatVersion != 1)
     return Status::error(path + ": unknown llama2.c format version " +
                          std::to_string(formatVersion));
@@ -127,9 +123,8 @@ Status quill::writeSyntheticModel(const std::string &path,
     ok = ok && std::fwrite(data, 1, bytes, file.get()) == bytes;
   };
 
-  int32_t params[7] = {config.dim,    config.hiddenDim, config.nLayers,
-                       config.nHeads, config.nKvHeads,  config.vocabSize,
-                       config.seqLen};
+  int32_t params[7] = {config.dim,      config.hiddenDim, config.nLayers, config.nHeads,
+                       config.nKvHeads, config.vocabSize, config.seqLen};
   if (formatVersion == 0) {
     // Legacy marks a separate classifier with a negative vocab size.
     if (!config.sharedClassifier)
@@ -157,8 +152,8 @@ Status quill::writeSyntheticModel(const std::string &path,
     for (int64_t start = 0; ok && start < total; start += kChunk) {
       int64_t count = std::min(kChunk, total - start);
       if (block.isWeight) {
-        fillSyntheticTensor(block.name, block.shape, seed, start, buffer.data(),
-                            count, period, queryKeyGain);
+        fillSyntheticTensor(block.name, block.shape, seed, start, buffer.data(), count, period,
+                            queryKeyGain);
       } else {
         // The legacy RoPE tables, as llama2.c's export computes them:
         // cos/sin(pos * theta^(-2i/head_size)), row = pos, column = i.
@@ -166,8 +161,7 @@ Status quill::writeSyntheticModel(const std::string &path,
         const int64_t half = headDim / 2;
         for (int64_t k = 0; k < count; ++k) {
           int64_t pos = (start + k) / half, i = (start + k) % half;
-          double freq = 1.0 / std::pow(double(config.ropeTheta),
-                                       double(2 * i) / double(headDim));
+          double freq = 1.0 / std::pow(double(config.ropeTheta), double(2 * i) / double(headDim));
           double angle = double(pos) * freq;
           buffer[k] = float(isReal ? std::cos(angle) : std::sin(angle));
         }
@@ -185,8 +179,9 @@ Status quill::writeSyntheticModel(const std::string &path,
 
 Status quill::writeSyntheticTokenizer(const std::string &path, int32_t vocabSize) {
   if (vocabSize < 260)
-    return Status::error(path + ": a synthetic tokenizer needs a vocabulary of at least 260 "
-                                "(3 specials and 256 byte tokens), got " +
+    return Status::error(path +
+                         ": a synthetic tokenizer needs a vocabulary of at least 260 "
+                         "(3 specials and 256 byte tokens), got " +
                          std::to_string(vocabSize));
   std::ofstream out(path, std::ios::binary);
   if (!out)

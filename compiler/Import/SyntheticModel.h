@@ -30,17 +30,15 @@ std::vector<std::string> syntheticShapeNames();
 /// `queryKeyGain` widens the query and key projections (wq, wk), so scores
 /// grow by its square: attention that picks a few positions, as trained
 /// models' does, instead of averaging them all.
-void fillSyntheticTensor(const std::string &name,
-                         const std::vector<int64_t> &shape, uint64_t seed,
-                         int64_t firstElement, float *out, int64_t count,
-                         int64_t period = 0, float queryKeyGain = 1.0f);
+void fillSyntheticTensor(const std::string &name, const std::vector<int64_t> &shape, uint64_t seed,
+                         int64_t firstElement, float *out, int64_t count, int64_t period = 0,
+                         float queryKeyGain = 1.0f);
 
 /// Writes a llama2.c checkpoint (`formatVersion` 0 legacy, 1 v1) of `config`'s
 /// shape with fillSyntheticTensor weights. Streams in small chunks, so memory
 /// use does not grow with the model. On failure the partial file is removed.
-Status writeSyntheticModel(const std::string &path, const ModelConfig &config,
-                           int formatVersion, uint64_t seed, int64_t period = 0,
-                           float queryKeyGain = 1.0f);
+Status writeSyntheticModel(const std::string &path, const ModelConfig &config, int formatVersion,
+                           uint64_t seed, int64_t period = 0, float queryKeyGain = 1.0f);
 
 /// Writes a llama2.c tokenizer.bin of `vocabSize` (>= 260) tokens for
 /// synthetic models: <unk>, BOS, EOS, the 256 byte tokens <0x00>..<0xFF>,

@@ -75,8 +75,7 @@ float bfloat16ToFloat(uint16_t b) {
   return f;
 }
 
-void convertToFloat(SourceDType dtype, const uint8_t *src, int64_t count,
-                    float *dst) {
+void convertToFloat(SourceDType dtype, const uint8_t *src, int64_t count, float *dst) {
   auto half = [&](int64_t i) {
     uint16_t v;
     std::memcpy(&v, src + 2 * i, 2);
@@ -101,8 +100,7 @@ void convertToFloat(SourceDType dtype, const uint8_t *src, int64_t count,
       std::memcpy(&scaleBits, b, 2);
       const float scale = halfToFloat(scaleBits);
       for (int64_t i = 0; i < kQ8_0BlockElements; ++i)
-        dst[block * kQ8_0BlockElements + i] =
-            scale * float(static_cast<int8_t>(b[2 + i]));
+        dst[block * kQ8_0BlockElements + i] = scale * float(static_cast<int8_t>(b[2 + i]));
     }
     return;
   }

@@ -28,7 +28,6 @@ float bfloat16ToFloat(uint16_t bits);
 
 /// Converts `count` elements stored little-endian at `src` (any alignment)
 /// to fp32 at `dst`. For Q8_0 `count` must be a multiple of 32.
-void convertToFloat(SourceDType dtype, const uint8_t *src, int64_t count,
-                    float *dst);
+void convertToFloat(SourceDType dtype, const uint8_t *src, int64_t count, float *dst);
 
 } // namespace quill

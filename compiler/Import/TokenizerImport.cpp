@@ -35,9 +35,7 @@ bool startsWithGguf(const std::vector<uint8_t> &bytes) {
   return bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0;
 }
 
-bool isJsonSpace(uint8_t c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+bool isJsonSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 /// A tokenizer.json is an object: '{' ... '}' inside optional white space.
 /// A tokenizer.bin starts with its int32 max_token_length, whose high bytes
@@ -50,15 +48,14 @@ bool looksLikeJson(const std::vector<uint8_t> &bytes) {
     --end;
   if (end - begin < 2 || bytes[begin] != '{' || bytes[end - 1] != '}')
     return false;
-  return std::find(bytes.begin(), bytes.begin() + std::min<size_t>(4, end),
-                   0) == bytes.begin() + std::min<size_t>(4, end);
+  return std::find(bytes.begin(), bytes.begin() + std::min<size_t>(4, end), 0) ==
+         bytes.begin() + std::min<size_t>(4, end);
 }
 
 /// Builds the runtime tokenizer from serialized bytes, as quill-run will.
 Status checkWithRuntime(const std::vector<uint8_t> &bytes, int32_t vocabSize,
                         const std::string &sourceName) {
-  auto tokenizer =
-      Tokenizer::fromBytes(bytes.data(), bytes.size(), vocabSize, sourceName);
+  auto tokenizer = Tokenizer::fromBytes(bytes.data(), bytes.size(), vocabSize, sourceName);
   return tokenizer ? Status::ok() : tokenizer.status();
 }
 
@@ -84,27 +81,23 @@ std::string describeTokenizer(const TokenizerData &data) {
   if (data.kind == TokenizerKind::SentencePieceBpe) {
     s = "SentencePiece-style BPE (scores, byte fallback)";
   } else {
-    s = "byte-level BPE, " + std::to_string(data.merges.size()) +
-        " merges, pre-tokenizer ";
+    s = "byte-level BPE, " + std::to_string(data.merges.size()) + " merges, pre-tokenizer ";
     for (size_t i = 0; i < data.preTokenizer.size(); ++i)
-      s += (i ? "+" : "") +
-           std::string(preTokenizeStepName(data.preTokenizer[i]));
+      s += (i ? "+" : "") + std::string(preTokenizeStepName(data.preTokenizer[i]));
     if (data.preTokenizer.empty())
       s += "none";
   }
-  s += ", " + std::to_string(data.pieces.size()) + " tokens, bos " +
-       std::to_string(data.bosId) + ", eos " + std::to_string(data.eosId);
+  s += ", " + std::to_string(data.pieces.size()) + " tokens, bos " + std::to_string(data.bosId) +
+       ", eos " + std::to_string(data.eosId);
   if (data.kind == TokenizerKind::SentencePieceBpe)
     s += fitsLlama2cLayout(data) ? " (stored as a llama2.c tokenizer.bin)"
                                  : " (stored in Quill's tokenizer format)";
   return s;
 }
 
-Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize,
-                           const std::string &sourceName) {
+Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize, const std::string &sourceName) {
   if (data.pieces.size() > size_t(vocabSize))
-    return Status::error(sourceName + ": the tokenizer has " +
-                         std::to_string(data.pieces.size()) +
+    return Status::error(sourceName + ": the tokenizer has " + std::to_string(data.pieces.size()) +
                          " tokens, more than the model's vocabulary of " +
                          std::to_string(vocabSize));
   data.pieces.resize(size_t(vocabSize));
@@ -115,8 +108,7 @@ Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize,
 
 namespace {
 
-ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path,
-                                        const ModelConfig &config) {
+ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path, const ModelConfig &config) {
   auto bytes = readBytes(path);
   if (!bytes)
     return bytes.status();
@@ -127,8 +119,7 @@ ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path,
       return gguf.status();
     data = tokenizerFromGguf(*gguf);
   } else if (looksLikeJson(*bytes)) {
-    std::string_view text(reinterpret_cast<const char *>(bytes->data()),
-                          bytes->size());
+    std::string_view text(reinterpret_cast<const char *>(bytes->data()), bytes->size());
     auto json = parseJson(text, path);
     if (!json)
       return json.status();
@@ -143,8 +134,8 @@ ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path,
   return data;
 }
 
-ErrorOr<std::vector<uint8_t>>
-tokenizerBytesFor(const ModelSource &model, const std::string &overridePath) {
+ErrorOr<std::vector<uint8_t>> tokenizerBytesFor(const ModelSource &model,
+                                                const std::string &overridePath) {
   const ModelConfig &config = model.config();
   std::vector<uint8_t> bytes;
   std::string source;
@@ -178,17 +169,15 @@ tokenizerBytesFor(const ModelSource &model, const std::string &overridePath) {
 
 } // namespace
 
-ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path,
-                                         const ModelConfig &config) {
+ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path, const ModelConfig &config) {
   auto data = loadAnyTokenizer(path, config);
   if (!data)
     return oneLine(data.status());
   return data;
 }
 
-ErrorOr<std::vector<uint8_t>>
-artifactTokenizerBytes(const ModelSource &model,
-                       const std::string &overridePath) {
+ErrorOr<std::vector<uint8_t>> artifactTokenizerBytes(const ModelSource &model,
+                                                     const std::string &overridePath) {
   auto bytes = tokenizerBytesFor(model, overridePath);
   if (!bytes)
     return oneLine(bytes.status());

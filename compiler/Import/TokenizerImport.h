@@ -30,22 +30,19 @@ std::string describeTokenizer(const TokenizerData &data);
 
 /// Pads `data` with empty unused tokens up to `vocabSize` (embeddings are
 /// often padded past the tokenizer); an error when it has more tokens.
-Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize,
-                           const std::string &sourceName);
+Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize, const std::string &sourceName);
 
 /// Reads a tokenizer file of any kind Quill knows, told apart by content: a
 /// GGUF file (its metadata), a tokenizer.json, a Quill tokenizer or a
 /// llama2.c tokenizer.bin. `config` gives the vocabulary size and the BOS and
 /// EOS ids a tokenizer.json does not carry.
-ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path,
-                                         const ModelConfig &config);
+ErrorOr<TokenizerData> loadTokenizerFile(const std::string &path, const ModelConfig &config);
 
 /// The tokenizer bytes for the artifact: `overridePath`'s when given (a
 /// llama2.c tokenizer.bin is embedded byte for byte), else the model's own
 /// converted. Loaded once with the runtime Tokenizer, so an artifact never
 /// carries a tokenizer the runtime rejects.
-ErrorOr<std::vector<uint8_t>>
-artifactTokenizerBytes(const ModelSource &model,
-                       const std::string &overridePath);
+ErrorOr<std::vector<uint8_t>> artifactTokenizerBytes(const ModelSource &model,
+                                                     const std::string &overridePath);
 
 } // namespace quill

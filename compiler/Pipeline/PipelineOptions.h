@@ -11,10 +11,10 @@
 namespace quill {
 
 struct PipelineOptions {
-  std::string target = "cpu"; ///< A name in the target registry.
-  std::string cpu;             ///< CPU target: the CPU to compile for; empty: the host.
-  std::string gpuArch = "sm_90"; ///< CUDA: the SM version the PTX is for.
-  int64_t matvecGrain = 16; ///< Output rows per parallel chunk of a matvec.
+  std::string target = "cpu";            ///< A name in the target registry.
+  std::string cpu;                       ///< CPU target: the CPU to compile for; empty: the host.
+  std::string gpuArch = "sm_90";         ///< CUDA: the SM version the PTX is for.
+  int64_t matvecGrain = 16;              ///< Output rows per parallel chunk of a matvec.
   std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
   /// Flash-decoding chunk of cached positions; 0: off; unset: the target's
   /// default.

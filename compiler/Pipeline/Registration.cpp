@@ -24,8 +24,7 @@ namespace quill {
 namespace {
 /// quill-opt's spelling of PipelineOptions: --quill-pipeline-to-STAGE='...'.
 struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
-  Option<std::string> target{*this, "target", llvm::cl::desc("cpu or cuda"),
-                             llvm::cl::init("cpu")};
+  Option<std::string> target{*this, "target", llvm::cl::desc("cpu or cuda"), llvm::cl::init("cpu")};
   Option<std::string> cpu{*this, "cpu", llvm::cl::desc("CPU target: the CPU (empty: the host)")};
   Option<std::string> gpuArch{*this, "gpu-arch", llvm::cl::desc("CUDA: the SM version"),
                               llvm::cl::init("sm_90")};
@@ -77,10 +76,9 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
 };
 
 /// Builds quill-pipeline-to-`stage` from its option string.
-mlir::LogicalResult buildStagePipeline(std::string stage, mlir::OpPassManager &pm,
-                                       llvm::StringRef text,
-                                       llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
-                                           errorHandler) {
+mlir::LogicalResult
+buildStagePipeline(std::string stage, mlir::OpPassManager &pm, llvm::StringRef text,
+                   llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler) {
   std::unique_ptr<QuillPipelineOptions> parsed = QuillPipelineOptions::createFromString(text);
   if (!parsed)
     return errorHandler("quill-pipeline-to-" + stage + ": cannot parse options '" + text + "'");
@@ -94,8 +92,8 @@ mlir::LogicalResult buildStagePipeline(std::string stage, mlir::OpPassManager &p
   std::optional<size_t> index = target->stageIndex(stage);
   if (!index || *index >= target->numMlirStages())
     return errorHandler("quill-pipeline-to-" + stage + ": target " + target->name() +
-                        " has no MLIR stage '" + stage + "' (its stages: " +
-                        target->stageList() + ")");
+                        " has no MLIR stage '" + stage + "' (its stages: " + target->stageList() +
+                        ")");
   std::string errors;
   llvm::raw_string_ostream os(errors);
   if (mlir::failed(addLoweringPasses(pm, *target, stage, *options, os)))
@@ -114,8 +112,8 @@ void registerDialects(mlir::DialectRegistry &registry) {
 }
 
 void loadPipelineDialects(mlir::MLIRContext &context) {
-  context.loadDialect<mlir::quill::QuillDialect, mlir::func::FuncDialect,
-                      mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  context.loadDialect<mlir::quill::QuillDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                      mlir::tensor::TensorDialect>();
 }
 
 void registerPasses() {

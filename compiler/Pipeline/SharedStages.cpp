@@ -9,9 +9,9 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 #include <functional>
@@ -51,9 +51,7 @@ void addOutlineKernels(mlir::OpPassManager &pm, const PipelineOptions &options) 
   pm.addPass(mlir::quill::createOutlineKernels(outline));
 }
 
-void addNeutralLowering(mlir::OpPassManager &pm) {
-  pm.addPass(mlir::quill::createLowerToLinalg());
-}
+void addNeutralLowering(mlir::OpPassManager &pm) { pm.addPass(mlir::quill::createLowerToLinalg()); }
 
 void addCleanup(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCanonicalizerPass());

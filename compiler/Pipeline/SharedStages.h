@@ -13,8 +13,7 @@ namespace quill {
 /// quill-verify-step, the fusions not disabled (gate/up before QKV, which
 /// would otherwise take the gate and up projections as siblings),
 /// quill-split-attention with `attentionChunk`, then cse.
-void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options,
-                   int64_t attentionChunk);
+void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options, int64_t attentionChunk);
 
 /// quill-outline-kernels.
 void addOutlineKernels(mlir::OpPassManager &pm, const PipelineOptions &options);

@@ -68,9 +68,8 @@ public:
   /// kernels for the artifact. May remove what it consumes from `module`,
   /// leaving the schedules.
   virtual ErrorOr<std::optional<TargetPayload>>
-  finish(mlir::ModuleOp module, const PipelineOptions &options,
-         std::optional<llvm::StringRef> emit, llvm::raw_ostream &out,
-         const TextDump &dump) const = 0;
+  finish(mlir::ModuleOp module, const PipelineOptions &options, std::optional<llvm::StringRef> emit,
+         llvm::raw_ostream &out, const TextDump &dump) const = 0;
 
   /// The index of `stage` in stages(), if it is one.
   std::optional<size_t> stageIndex(llvm::StringRef stage) const;

@@ -8,9 +8,7 @@
 namespace quill {
 
 ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
-  auto fail = [&](const std::string &what) {
-    return Status::error(path + ": " + what);
-  };
+  auto fail = [&](const std::string &what) { return Status::error(path + ": " + what); };
   MappedFileWording wording;
   wording.cannotOpen = "cannot open artifact";
   wording.cannotStat = nullptr;
@@ -35,9 +33,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
                 " is not supported (this runtime reads version " +
                 std::to_string(kArtifactVersion) + "); recompile the model");
   if (header.fileSize != fileSize)
-    return fail("artifact is truncated or padded: header says " +
-                std::to_string(header.fileSize) + " bytes, file has " +
-                std::to_string(fileSize));
+    return fail("artifact is truncated or padded: header says " + std::to_string(header.fileSize) +
+                " bytes, file has " + std::to_string(fileSize));
   uint64_t tableBytes = uint64_t(header.sectionCount) * sizeof(SectionEntry);
   if (header.sectionCount > 64 || header.sectionTableOffset > fileSize ||
       tableBytes > fileSize - header.sectionTableOffset)
@@ -94,7 +91,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     a.hasPrefill_ = true;
     if (Status s = validateSchedule(a.prefill_, a.config_); !s)
       return fail("prefill " + s.message());
-    if (a.prefill_.kvBytes != a.schedule_.kvBytes || a.prefill_.weightBytes != a.schedule_.weightBytes)
+    if (a.prefill_.kvBytes != a.schedule_.kvBytes ||
+        a.prefill_.weightBytes != a.schedule_.weightBytes)
       return fail("the prefill and decode schedules disagree on the weights or the KV cache");
   }
   if (section(SectionKind::BatchSchedule, data, size)) {
@@ -123,11 +121,9 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   size_t weightBytes;
   if (!section(SectionKind::Weights, a.weights_, weightBytes))
     return fail("artifact has no weights section");
-  if (weightBytes != a.schedule_.weightBytes ||
-      reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
-    return fail("weights section does not match the schedule (" +
-                std::to_string(weightBytes) + " bytes, schedule needs " +
-                std::to_string(a.schedule_.weightBytes) + ")");
+  if (weightBytes != a.schedule_.weightBytes || reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
+    return fail("weights section does not match the schedule (" + std::to_string(weightBytes) +
+                " bytes, schedule needs " + std::to_string(a.schedule_.weightBytes) + ")");
   return a;
 }
 

@@ -12,8 +12,8 @@ namespace quill {
 
 std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
   ByteWriter w;
-  for (int32_t v : {c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads,
-                    c.vocabSize, c.seqLen, c.bosId, c.eosId})
+  for (int32_t v : {c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen,
+                    c.bosId, c.eosId})
     w.put<int32_t>(v);
   w.put<float>(c.ropeTheta);
   w.put<float>(c.normEps);
@@ -24,19 +24,18 @@ std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
 ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
   ByteReader r(data, size);
   ModelConfig c;
-  for (int32_t *v : {&c.dim, &c.hiddenDim, &c.nLayers, &c.nHeads, &c.nKvHeads,
-                     &c.vocabSize, &c.seqLen, &c.bosId, &c.eosId})
+  for (int32_t *v : {&c.dim, &c.hiddenDim, &c.nLayers, &c.nHeads, &c.nKvHeads, &c.vocabSize,
+                     &c.seqLen, &c.bosId, &c.eosId})
     *v = r.get<int32_t>();
   c.ropeTheta = r.get<float>();
   c.normEps = r.get<float>();
   c.sharedClassifier = r.get<uint8_t>() != 0;
   if (!r.ok())
     return Status::error("config section is truncated");
-  if (c.dim <= 0 || c.hiddenDim <= 0 || c.nLayers <= 0 || c.nHeads <= 0 ||
-      c.nKvHeads <= 0 || c.vocabSize <= 0 || c.seqLen <= 0 ||
-      c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 ||
-      !std::isfinite(c.ropeTheta) || !(c.normEps > 0) || c.bosId < 0 ||
-      c.bosId >= c.vocabSize || c.eosId < 0 || c.eosId >= c.vocabSize)
+  if (c.dim <= 0 || c.hiddenDim <= 0 || c.nLayers <= 0 || c.nHeads <= 0 || c.nKvHeads <= 0 ||
+      c.vocabSize <= 0 || c.seqLen <= 0 || c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 ||
+      !std::isfinite(c.ropeTheta) || !(c.normEps > 0) || c.bosId < 0 || c.bosId >= c.vocabSize ||
+      c.eosId < 0 || c.eosId >= c.vocabSize)
     return Status::error("config section holds impossible dimensions");
   return c;
 }
@@ -259,8 +258,8 @@ Status ArtifactBuilder::write(const std::string &path) const {
     table[i].checksum = checksum.finish();
     written = table[i].offset + sections_[i].size;
   }
-  header.sectionTableChecksum = checksum64(
-      reinterpret_cast<const uint8_t *>(table.data()), table.size() * sizeof(SectionEntry));
+  header.sectionTableChecksum = checksum64(reinterpret_cast<const uint8_t *>(table.data()),
+                                           table.size() * sizeof(SectionEntry));
   ok = ok && produced && std::fseek(file, 0, SEEK_SET) == 0 &&
        std::fwrite(&header, sizeof header, 1, file) == 1 &&
        std::fwrite(table.data(), sizeof(SectionEntry), table.size(), file) == table.size();

@@ -25,12 +25,12 @@ constexpr uint32_t kArtifactVersion = 4;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
-  Config = 1,        ///< ModelConfig, see encodeConfig.
-  Tokenizer = 2,     ///< llama2.c tokenizer.bin bytes.
-  KernelLibrary = 3, ///< An ELF shared object exporting the kernels.
-  Schedule = 4,      ///< The step's dispatches and memory plan.
-  Target = 5,        ///< Text: the CPU and features the kernels were built for.
-  Weights = 6,       ///< The weight blob the schedule's offsets point into.
+  Config = 1,          ///< ModelConfig, see encodeConfig.
+  Tokenizer = 2,       ///< llama2.c tokenizer.bin bytes.
+  KernelLibrary = 3,   ///< An ELF shared object exporting the kernels.
+  Schedule = 4,        ///< The step's dispatches and memory plan.
+  Target = 5,          ///< Text: the CPU and features the kernels were built for.
+  Weights = 6,         ///< The weight blob the schedule's offsets point into.
   PrefillSchedule = 7, ///< Optional: the step over a chunk of tokens.
   BatchSchedule = 8,   ///< Optional: the batch step over the paged KV cache.
   GpuKernels = 9,      ///< PTX text of the kernels, instead of KernelLibrary (CUDA).
@@ -97,11 +97,11 @@ struct Schedule {
 /// What the runtime needs to drive the batch step: its rows, the paged
 /// cache's geometry, and where each per-row input goes in the input buffer.
 struct BatchLayout {
-  int32_t rows = 0;       ///< Token rows per step (live ones first).
-  int32_t blockSize = 0;  ///< Positions per KV block.
-  int32_t tableWidth = 0; ///< Block-table entries per row: context / blockSize, rounded up.
-  int32_t maxBlocks = 0;  ///< The most blocks the kernels can address.
-  int32_t sections = 0;   ///< 2 * layers.
+  int32_t rows = 0;        ///< Token rows per step (live ones first).
+  int32_t blockSize = 0;   ///< Positions per KV block.
+  int32_t tableWidth = 0;  ///< Block-table entries per row: context / blockSize, rounded up.
+  int32_t maxBlocks = 0;   ///< The most blocks the kernels can address.
+  int32_t sections = 0;    ///< 2 * layers.
   uint64_t blockBytes = 0; ///< One block of one section: blockSize * kv width * 4.
   Binding tokens, positions, tables; ///< Input buffer ranges (int32).
 };

@@ -7,13 +7,13 @@
 namespace quill {
 
 struct ModelConfig {
-  int32_t dim = 0;        ///< Width of the residual stream.
-  int32_t hiddenDim = 0;  ///< Width of the feed-forward layer.
+  int32_t dim = 0;       ///< Width of the residual stream.
+  int32_t hiddenDim = 0; ///< Width of the feed-forward layer.
   int32_t nLayers = 0;
   int32_t nHeads = 0;
-  int32_t nKvHeads = 0;   ///< < nHeads means grouped-query attention.
+  int32_t nKvHeads = 0; ///< < nHeads means grouped-query attention.
   int32_t vocabSize = 0;
-  int32_t seqLen = 0;     ///< Context length: KV-cache positions.
+  int32_t seqLen = 0; ///< Context length: KV-cache positions.
   float ropeTheta = 10000.0f;
   float normEps = 1e-5f;
   int32_t bosId = 1;

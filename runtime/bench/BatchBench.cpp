@@ -14,8 +14,8 @@ namespace {
 
 /// Times one run of `batch` sequences.
 ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const Tokenizer &tokenizer,
-                             tbb::task_arena &arena, int32_t batch, int32_t promptTokens, int32_t decodeTokens,
-                             uint64_t budgetBytes) {
+                             tbb::task_arena &arena, int32_t batch, int32_t promptTokens,
+                             int32_t decodeTokens, uint64_t budgetBytes) {
   auto cache = createPagedCache(device, config, budgetBytes, batch);
   if (!cache)
     return cache.status();
@@ -38,9 +38,9 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
   options.maxSequences = batch;
   options.prefillFirst = true;
   options.arena = &arena;
-  BatchScheduler scheduler(device, **cache, tokenizer, config,
-                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, &arena); },
-                           options);
+  BatchScheduler scheduler(
+      device, **cache, tokenizer, config,
+      [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, &arena); }, options);
   BatchStats stats;
   auto results = scheduler.run(requests, &stats);
   for (auto &result : results)
@@ -53,9 +53,8 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
 
 ErrorOr<std::vector<BatchBenchReport>>
 benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tokenizer,
-                 tbb::task_arena &arena,
-                 const std::vector<int32_t> &batches, int32_t promptTokens, int32_t decodeTokens,
-                 uint64_t budgetBytes) {
+                 tbb::task_arena &arena, const std::vector<int32_t> &batches, int32_t promptTokens,
+                 int32_t decodeTokens, uint64_t budgetBytes) {
   const BatchLayout *layout = device.batchLayout();
   if (!layout)
     return Status::error("the artifact has no batch step (compile it with --batch-rows N, N > 0)");
@@ -66,12 +65,14 @@ benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tok
       return Status::error("--batch " + std::to_string(b) + " exceeds the artifact's " +
                            std::to_string(layout->rows) + " batch rows");
   // Warm-up: weights paged in, caches primed.
-  if (auto warm = runBatch(device, config, tokenizer, arena, 1, promptTokens, 4, budgetBytes); !warm)
+  if (auto warm = runBatch(device, config, tokenizer, arena, 1, promptTokens, 4, budgetBytes);
+      !warm)
     return warm.status();
   double bandwidth = measureReadBandwidth(arena);
   std::vector<BatchBenchReport> reports;
   for (int32_t b : batches) {
-    auto stats = runBatch(device, config, tokenizer, arena, b, promptTokens, decodeTokens, budgetBytes);
+    auto stats =
+        runBatch(device, config, tokenizer, arena, b, promptTokens, decodeTokens, budgetBytes);
     if (!stats)
       return stats.status();
     BatchBenchReport r;

@@ -18,13 +18,13 @@ struct BatchBenchReport {
   int32_t batch = 0;
   int threads = 0;
   int32_t promptTokens = 0, decodeTokens = 0; ///< Per sequence.
-  double decodeTokensPerS = 0;   ///< All sequences together, decode-only steps.
-  double stepsPerS = 0;          ///< Decode-only batch steps per second.
-  double overallTokensPerS = 0;  ///< Generated tokens over the whole run, prefill included.
+  double decodeTokensPerS = 0;                ///< All sequences together, decode-only steps.
+  double stepsPerS = 0;                       ///< Decode-only batch steps per second.
+  double overallTokensPerS = 0; ///< Generated tokens over the whole run, prefill included.
   double bandwidthGBs = 0;
   double weightBytesPerStep = 0; ///< Weights one step streams, whatever B is.
   double fractionOfBandwidth = 0;
-  double speedupOverFirst = 0;   ///< decodeTokensPerS over the first report's.
+  double speedupOverFirst = 0; ///< decodeTokensPerS over the first report's.
 };
 
 /// For each B in `batches`: B sequences with distinct deterministic prompts
@@ -33,9 +33,8 @@ struct BatchBenchReport {
 /// cache of `budgetBytes` (0: the default). One warm-up run first.
 ErrorOr<std::vector<BatchBenchReport>>
 benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tokenizer,
-                 tbb::task_arena &arena,
-                 const std::vector<int32_t> &batches, int32_t promptTokens, int32_t decodeTokens,
-                 uint64_t budgetBytes);
+                 tbb::task_arena &arena, const std::vector<int32_t> &batches, int32_t promptTokens,
+                 int32_t decodeTokens, uint64_t budgetBytes);
 
 std::string batchReportsText(const std::vector<BatchBenchReport> &reports);
 std::string batchReportsJson(const std::vector<BatchBenchReport> &reports);

@@ -67,19 +67,23 @@ double measureReadBandwidth(tbb::task_arena &arena, int repeats) {
     return 0;
   // First touch by the threads that will read it.
   arena.execute([&] {
-    tbb::parallel_for(0, threads, [&](int t) {
-      std::fill(buffer + t * perThread, buffer + (t + 1) * perThread, 1.0f);
-    }, tbb::static_partitioner());
+    tbb::parallel_for(
+        0, threads,
+        [&](int t) { std::fill(buffer + t * perThread, buffer + (t + 1) * perThread, 1.0f); },
+        tbb::static_partitioner());
   });
   double best = 0;
   std::vector<float> sinks(threads);
   for (int r = 0; r < repeats; ++r) {
     auto start = Clock::now();
     arena.execute([&] {
-      tbb::parallel_for(0, threads, [&](int t) {
-        size_t stride = perThread / kStreams;
-        sinks[t] = sumStreams(buffer + t * perThread, stride, stride);
-      }, tbb::static_partitioner());
+      tbb::parallel_for(
+          0, threads,
+          [&](int t) {
+            size_t stride = perThread / kStreams;
+            sinks[t] = sumStreams(buffer + t * perThread, stride, stride);
+          },
+          tbb::static_partitioner());
     });
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     best = std::max(best, double(perThread) * threads * sizeof(float) / seconds / 1e9);
@@ -96,9 +100,9 @@ double measureFmaPeak(tbb::task_arena &arena, int repeats) {
     std::vector<double> flops(threads);
     auto start = Clock::now();
     arena.execute([&] {
-      tbb::parallel_for(0, threads, [&](int t) {
-        flops[t] = fmaChains(4'000'000, 1.0f + t, &sinks[t]);
-      }, tbb::static_partitioner());
+      tbb::parallel_for(
+          0, threads, [&](int t) { flops[t] = fmaChains(4'000'000, 1.0f + t, &sinks[t]); },
+          tbb::static_partitioner());
     });
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     double total = 0;

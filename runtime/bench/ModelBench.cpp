@@ -47,7 +47,9 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
                          " positions exceed the model's context of " +
                          std::to_string(config.seqLen));
   KVCache &cache = device.kvCache();
-  auto tokenAt = [&](int i) { return 3 + int32_t((uint64_t(i) * 2654435761u) % (config.vocabSize - 3)); };
+  auto tokenAt = [&](int i) {
+    return 3 + int32_t((uint64_t(i) * 2654435761u) % (config.vocabSize - 3));
+  };
   std::vector<int32_t> prompt;
   for (int i = 0; i < promptTokens; ++i)
     prompt.push_back(tokenAt(i));
@@ -91,8 +93,7 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
     r.decodeFractionOfBandwidth =
         r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
   if (r.fmaGFlops > 0)
-    r.prefillFractionOfFmaPeak =
-        r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
+    r.prefillFractionOfFmaPeak = r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
   return r;
 }
 
@@ -135,8 +136,8 @@ std::string ModelBenchReport::toJson() const {
   out << "{\"device\":\"" << device << "\",\"threads\":" << threads
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
-      << ",\"decode_tokens_per_s\":" << decodeTokensPerS
-      << ",\"bandwidth_gb_s\":" << bandwidthGBs << ",\"fma_gflop_s\":";
+      << ",\"decode_tokens_per_s\":" << decodeTokensPerS << ",\"bandwidth_gb_s\":" << bandwidthGBs
+      << ",\"fma_gflop_s\":";
   fmaFigure(fmaGFlops) << ",\"weight_bytes_per_token\":" << weightBytesPerToken
                        << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
                        << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth

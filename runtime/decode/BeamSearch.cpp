@@ -70,9 +70,8 @@ std::vector<BeamChoice> BeamSearch::step(const std::vector<const double *> &logp
     const double *lp = logprobs[b];
     for (int32_t i = 0; i < vocab; ++i)
       ids[i] = i;
-    std::partial_sort(ids.begin(), ids.begin() + proposals, ids.end(), [&](int32_t x, int32_t y) {
-      return lp[x] != lp[y] ? lp[x] > lp[y] : x < y;
-    });
+    std::partial_sort(ids.begin(), ids.begin() + proposals, ids.end(),
+                      [&](int32_t x, int32_t y) { return lp[x] != lp[y] ? lp[x] > lp[y] : x < y; });
     for (int32_t k = 0; k < proposals; ++k)
       if (lp[ids[k]] != -std::numeric_limits<double>::infinity())
         all.push_back({beams_[b].logprob + lp[ids[k]], b, ids[k]});
@@ -109,8 +108,7 @@ std::vector<BeamChoice> BeamSearch::step(const std::vector<const double *> &logp
     double best = beams_.front().logprob;
     for (const Beam &beam : beams_)
       best = std::max(best, beam.logprob);
-    done_ = options_.earlyStopping || n == 1 ||
-            hypotheses_.back().score >= scoreOf(best, length_);
+    done_ = options_.earlyStopping || n == 1 || hypotheses_.back().score >= scoreOf(best, length_);
   }
   if (done_) {
     beams_.clear();

@@ -27,9 +27,8 @@ public:
   /// soon as it is final (for streaming output): each decoded piece at once,
   /// except text that may begin a stop string, which waits until the
   /// following pieces decide. Fails when the sampler finds no token.
-  ErrorOr<GenerationResult>
-  generate(const GenerationRequest &request,
-           const std::function<void(std::string_view)> &onText = {});
+  ErrorOr<GenerationResult> generate(const GenerationRequest &request,
+                                     const std::function<void(std::string_view)> &onText = {});
 
 private:
   Device &device_;

@@ -5,10 +5,14 @@ namespace quill {
 
 const char *stopReasonName(StopReason reason) {
   switch (reason) {
-  case StopReason::Eos: return "eos";
-  case StopReason::StopString: return "stop_string";
-  case StopReason::Length: return "length";
-  case StopReason::Context: return "context";
+  case StopReason::Eos:
+    return "eos";
+  case StopReason::StopString:
+    return "stop_string";
+  case StopReason::Length:
+    return "length";
+  case StopReason::Context:
+    return "context";
   }
   return "?";
 }
@@ -17,8 +21,8 @@ SequenceOutput::SequenceOutput(const Tokenizer &tokenizer, const ModelConfig &co
                                const GenerationRequest &request, GenerationResult &result,
                                std::function<void(std::string_view)> onText)
     : tokenizer_(tokenizer), config_(config), maxNewTokens_(request.maxNewTokens),
-      ignoreEos_(request.ignoreEos),
-      result_(result), onText_(std::move(onText)), stops_(request.stopStrings),
+      ignoreEos_(request.ignoreEos), result_(result), onText_(std::move(onText)),
+      stops_(request.stopStrings),
       previous_(result.promptTokens.empty() ? config.bosId : result.promptTokens.back()) {}
 
 void SequenceOutput::emit(std::string_view text) {

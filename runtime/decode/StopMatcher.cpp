@@ -22,8 +22,7 @@ size_t StopMatcher::heldBackLength() const {
   for (size_t length = std::min(longest, text.size()); length > 0; --length) {
     std::string_view suffix = text.substr(text.size() - length);
     for (const std::string &stop : stops_)
-      if (stop.size() > length &&
-          std::string_view(stop).substr(0, length) == suffix)
+      if (stop.size() > length && std::string_view(stop).substr(0, length) == suffix)
         return length;
   }
   return 0;

@@ -33,8 +33,8 @@ std::string requiredFeatures(const std::string &target) {
 
 CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena)
     : artifact_(artifact), library_(std::move(library)), arena_(arena),
-      kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen),
-      scratch_(nullptr, std::free), input_(nullptr, std::free), batchInput_(nullptr, std::free) {}
+      kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen), scratch_(nullptr, std::free),
+      input_(nullptr, std::free), batchInput_(nullptr, std::free) {}
 
 namespace {
 /// `bytes` of zeroed, 64-byte-aligned memory (at least one line).
@@ -58,8 +58,8 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                          "): run it with --device cuda, or compile it for the CPU");
   if (Status s = checkCpuFeatures(requiredFeatures(artifact.target())); !s)
     return Status::error(artifact.path() + ": " + s.message());
-  auto library = KernelLibrary::load(artifact.kernelLibraryData(),
-                                     artifact.kernelLibrarySize(), artifact.path());
+  auto library = KernelLibrary::load(artifact.kernelLibraryData(), artifact.kernelLibrarySize(),
+                                     artifact.path());
   if (!library)
     return library.status();
   std::unique_ptr<CpuDevice> device(new CpuDevice(artifact, library.take(), arena));
@@ -136,8 +136,8 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
     kernels.push_back(*kernel);
   }
   for (const Dispatch &d : schedule.dispatches) {
-    Launch launch{kernels[d.kernel], {},    d.work, d.grain, d.liveRows,
-                  false,              &schedule.kernels[d.kernel], 0};
+    Launch launch{kernels[d.kernel],           {}, d.work, d.grain, d.liveRows, false,
+                  &schedule.kernels[d.kernel], 0};
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
       launch.bytes += b.bytes;
@@ -269,8 +269,7 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
   for (int32_t r = rows; r < l.rows; ++r) {
     batchTokens()[r] = 0;
     batchPositions()[r] = 0;
-    std::fill_n(batchTables() + int64_t(r) * l.tableWidth, l.tableWidth,
-                PagedKVCache::kTrashBlock);
+    std::fill_n(batchTables() + int64_t(r) * l.tableWidth, l.tableWidth, PagedKVCache::kTrashBlock);
   }
   // The kernels' scalar parameters are (live rows, logit rows) here.
   run(batchLaunches_, batchWaves_, rows, logitRows);

@@ -4,8 +4,8 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/device/Device.h"
-#include "runtime/device/KernelProfile.h"
 #include "runtime/device/KernelLibrary.h"
+#include "runtime/device/KernelProfile.h"
 
 #include <tbb/task_arena.h>
 
@@ -58,8 +58,8 @@ private:
     KernelFn kernel;
     std::vector<void *> pointers;
     int64_t work, grain;
-    bool liveRows; ///< Work is capped by the live rows (the token scalar).
-    bool parallel; ///< Big enough for the split to pay for itself.
+    bool liveRows;           ///< Work is capped by the live rows (the token scalar).
+    bool parallel;           ///< Big enough for the split to pay for itself.
     const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
   };

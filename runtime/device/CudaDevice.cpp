@@ -43,8 +43,7 @@ CudaDevice::~CudaDevice() {
     driver_.primaryCtxRelease(device_);
 }
 
-ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact,
-                                                        bool cudaGraphs) {
+ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact, bool cudaGraphs) {
   if (!artifact.isCuda())
     return Status::error(artifact.path() +
                          ": compiled for the CPU: compile it with --target=cuda for --device cuda");
@@ -60,7 +59,8 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
   char name[256] = {0};
   cu.deviceGetName(name, sizeof name - 1, d->device_);
   d->deviceName_ = name;
-  if (Status s = cu.check(cu.primaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
+  if (Status s =
+          cu.check(cu.primaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain");
       !s)
     return s;
   if (Status s = cu.check(cu.ctxSetCurrent(d->context_), "cuCtxSetCurrent"); !s)
@@ -92,8 +92,8 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
         std::tuple{&d->stepArgs_, uint64_t(sizeof d->hostStepArgs_), "step arguments"}})
     if (Status s = alloc(*ptr, bytes, what); !s)
       return s;
-  if (Status s = cu.check(cu.streamCreate(&d->stream_, CudaDriver::kStreamNonBlocking),
-                          "cuStreamCreate");
+  if (Status s =
+          cu.check(cu.streamCreate(&d->stream_, CudaDriver::kStreamNonBlocking), "cuStreamCreate");
       !s)
     return s;
   if (Status s = cu.check(cu.memcpyHtoD(d->weights_, artifact.weights(), step.weightBytes),
@@ -139,11 +139,16 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
   }
   auto address = [&](const Binding &b) -> CudaDriver::DevicePtr {
     switch (b.space) {
-    case MemorySpace::Weights: return weights_ + b.offset;
-    case MemorySpace::KVCache: return kv_ + b.offset;
-    case MemorySpace::Scratch: return scratch_ + b.offset;
-    case MemorySpace::Input: return input_ + b.offset;
-    case MemorySpace::KVPool: return 0;
+    case MemorySpace::Weights:
+      return weights_ + b.offset;
+    case MemorySpace::KVCache:
+      return kv_ + b.offset;
+    case MemorySpace::Scratch:
+      return scratch_ + b.offset;
+    case MemorySpace::Input:
+      return input_ + b.offset;
+    case MemorySpace::KVPool:
+      return 0;
     }
     return 0;
   };
@@ -245,20 +250,21 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
   // Graphs replay fixed work: a schedule bounded by live rows (a batch
   // step, which the CUDA target does not build) launches one by one.
   // Profiling times each launch between events: no graph then.
-  const bool replay = cudaGraphs_ && !profile_ &&
-                      std::none_of(launches.begin(), launches.end(),
-                                   [](const Launch &l) { return l.liveRows; });
+  const bool replay =
+      cudaGraphs_ && !profile_ &&
+      std::none_of(launches.begin(), launches.end(), [](const Launch &l) { return l.liveRows; });
   timed_.clear();
   hostStepArgs_[0] = token;
   hostStepArgs_[1] = pos;
-  Status s = driver_.check(driver_.memcpyHtoDAsync(stepArgs_, hostStepArgs_,
-                                                   sizeof hostStepArgs_, stream_),
-                           "copying the step's token and position to the GPU");
+  Status s = driver_.check(
+      driver_.memcpyHtoDAsync(stepArgs_, hostStepArgs_, sizeof hostStepArgs_, stream_),
+      "copying the step's token and position to the GPU");
   if (s && replay && !graph)
     s = capture(launches, graph);
   if (s)
-    s = replay ? driver_.check(driver_.graphLaunch(graph, stream_), "launching the step's CUDA graph")
-               : launchAll(launches, token);
+    s = replay
+            ? driver_.check(driver_.graphLaunch(graph, stream_), "launching the step's CUDA graph")
+            : launchAll(launches, token);
   // A fault in any kernel of the step surfaces here.
   if (s)
     s = driver_.check(driver_.streamSynchronize(stream_),
@@ -273,9 +279,8 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
       profile_->add(*timed_[i]->name, ms / 1e3, timed_[i]->bytes);
   }
   if (s)
-    s = driver_.check(
-        driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
-        "copying the logits back");
+    s = driver_.check(driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
+                      "copying the logits back");
   return s;
 }
 
@@ -293,9 +298,9 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
     return;
   Status s = makeCurrent();
   if (s)
-    s = driver_.check(driver_.memcpyHtoDAsync(input_, tokens,
-                                              sizeof(int32_t) * size_t(prefillChunk_), stream_),
-                      "copying the prompt to the GPU");
+    s = driver_.check(
+        driver_.memcpyHtoDAsync(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_), stream_),
+        "copying the prompt to the GPU");
   if (s)
     s = run(prefillLaunches_, prefillGraph_, prefillLogits_, /*token=*/0, pos);
   fail(s);
@@ -343,8 +348,7 @@ std::string CudaDevice::describe() const {
          (profile_      ? std::string(" launched one by one, each timed")
           : cudaGraphs_ ? std::string(" replayed as one CUDA graph")
                         : std::string(" launched one by one")) +
-         ", at most " +
-         std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
+         ", at most " + std::to_string(largestLocalBytes_) + " bytes of local memory per thread, " +
          (prefillChunk_ ? "prefill in chunks of " + std::to_string(prefillChunk_) + " tokens"
                         : std::string("no prefill step")) +
          ", " + artifact_.target();

@@ -55,10 +55,10 @@ private:
   /// then the step arguments' pointer and the work, filled at launch).
   struct Launch {
     void *function;
-    unsigned block;       ///< Threads per block: 128, or fewer if the kernel needs.
+    unsigned block; ///< Threads per block: 128, or fewer if the kernel needs.
     std::vector<CudaDriver::DevicePtr> pointers;
     int64_t work;
-    bool liveRows; ///< Work is capped by the token argument (rows in use).
+    bool liveRows;           ///< Work is capped by the token argument (rows in use).
     const std::string *name; ///< The kernel's, for errors.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
   };
@@ -94,9 +94,9 @@ private:
   void *stream_ = nullptr;
   bool cudaGraphs_;
   void *stepGraph_ = nullptr, *prefillGraph_ = nullptr; ///< Executable graphs, once captured.
-  std::unique_ptr<KernelProfile> profile_; ///< Null unless profiling.
-  std::vector<void *> events_;             ///< Profiling: a start and end per launch.
-  std::vector<const Launch *> timed_;      ///< Profiling: the launches of this step, in order.
+  std::unique_ptr<KernelProfile> profile_;              ///< Null unless profiling.
+  std::vector<void *> events_;                          ///< Profiling: a start and end per launch.
+  std::vector<const Launch *> timed_; ///< Profiling: the launches of this step, in order.
   /// Kernel parameter values and their addresses, reused by every launch.
   std::vector<uint64_t> launchValues_;
   std::vector<void *> launchParams_;

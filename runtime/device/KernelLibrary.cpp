@@ -29,7 +29,8 @@ ErrorOr<KernelLibrary> KernelLibrary::load(const uint8_t *elf, size_t size,
   ::close(fd);
   if (!library.handle_) {
     const char *why = dlerror();
-    return Status::error(name + ": cannot load the kernel library: " + (why ? why : "unknown error"));
+    return Status::error(name +
+                         ": cannot load the kernel library: " + (why ? why : "unknown error"));
   }
   return library;
 }
@@ -58,14 +59,22 @@ ErrorOr<KernelFn> KernelLibrary::lookup(const std::string &symbol) const {
 
 static bool cpuSupports(const std::string &feature) {
   __builtin_cpu_init();
-  if (feature == "avx") return __builtin_cpu_supports("avx");
-  if (feature == "avx2") return __builtin_cpu_supports("avx2");
-  if (feature == "fma") return __builtin_cpu_supports("fma");
-  if (feature == "f16c") return __builtin_cpu_supports("f16c");
-  if (feature == "avx512f") return __builtin_cpu_supports("avx512f");
-  if (feature == "avx512vl") return __builtin_cpu_supports("avx512vl");
-  if (feature == "avx512bw") return __builtin_cpu_supports("avx512bw");
-  if (feature == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (feature == "avx")
+    return __builtin_cpu_supports("avx");
+  if (feature == "avx2")
+    return __builtin_cpu_supports("avx2");
+  if (feature == "fma")
+    return __builtin_cpu_supports("fma");
+  if (feature == "f16c")
+    return __builtin_cpu_supports("f16c");
+  if (feature == "avx512f")
+    return __builtin_cpu_supports("avx512f");
+  if (feature == "avx512vl")
+    return __builtin_cpu_supports("avx512vl");
+  if (feature == "avx512bw")
+    return __builtin_cpu_supports("avx512bw");
+  if (feature == "avx512dq")
+    return __builtin_cpu_supports("avx512dq");
   return false; // A feature this runtime cannot check: refuse rather than crash.
 }
 

@@ -11,13 +11,15 @@
 namespace quill {
 
 /// The uniform kernel ABI emitted by quill-emit-kernel-abi.
-using KernelFn = void (*)(void *const *bindings, int64_t token, int64_t pos,
-                          int64_t begin, int64_t end);
+using KernelFn = void (*)(void *const *bindings, int64_t token, int64_t pos, int64_t begin,
+                          int64_t end);
 
 class KernelLibrary {
 public:
   static ErrorOr<KernelLibrary> load(const uint8_t *elf, size_t size, const std::string &name);
-  KernelLibrary(KernelLibrary &&other) noexcept : handle_(other.handle_) { other.handle_ = nullptr; }
+  KernelLibrary(KernelLibrary &&other) noexcept : handle_(other.handle_) {
+    other.handle_ = nullptr;
+  }
   KernelLibrary &operator=(KernelLibrary &&other) noexcept;
   KernelLibrary(const KernelLibrary &) = delete;
   ~KernelLibrary();

@@ -28,8 +28,8 @@ std::string KernelProfile::report() const {
   for (const auto &[name, t] : rows) {
     std::snprintf(line, sizeof line, "  %6.2f%% %10.3f ms %8lld launches %9.1f GB/s  %s\n",
                   total > 0 ? 100 * t.seconds / total : 0.0, t.seconds * 1e3,
-                  static_cast<long long>(t.launches), t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0.0,
-                  name.c_str());
+                  static_cast<long long>(t.launches),
+                  t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0.0, name.c_str());
     out += line;
   }
   return out;

@@ -14,8 +14,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 void LogprobsRecorder::reserve(int32_t n) {
   if (n <= 0)
     return;
-  const size_t perChunk =
-      static_cast<size_t>(std::min<int32_t>(topK_, SamplerContext::kChunkSize));
+  const size_t perChunk = static_cast<size_t>(std::min<int32_t>(topK_, SamplerContext::kChunkSize));
   const size_t chunks = static_cast<size_t>(SamplerContext::numChunks(n));
   if (chunkBest_.size() < chunks * perChunk)
     chunkBest_.resize(chunks * perChunk);
@@ -28,12 +27,10 @@ void LogprobsRecorder::reserve(int32_t n) {
 
 float LogprobsRecorder::logprobOf(float logit) const {
   if (maxLogit_ == kInf) // The +inf logits share the mass equally.
-    return logit == kInf ? -static_cast<float>(std::log(infiniteCount_))
-                         : -kInf;
+    return logit == kInf ? -static_cast<float>(std::log(infiniteCount_)) : -kInf;
   if (maxLogit_ == -kInf || logit == -kInf)
     return -kInf;
-  return static_cast<float>(static_cast<double>(logit - maxLogit_) -
-                            logNormalizer_);
+  return static_cast<float>(static_cast<double>(logit - maxLogit_) - logNormalizer_);
 }
 
 void LogprobsRecorder::measure(const Candidates &c, SamplerContext &ctx) {
@@ -89,8 +86,8 @@ void LogprobsRecorder::measure(const Candidates &c, SamplerContext &ctx) {
   int32_t *bestSize = chunkBestSize_.data();
   ctx.forEachChunk(n, [&](int32_t chunk, int32_t begin, int32_t end) {
     Candidate *out = best + static_cast<size_t>(chunk) * perChunk;
-    Candidate *outEnd = std::partial_sort_copy(data + begin, data + end, out,
-                                               out + perChunk, ranksAbove);
+    Candidate *outEnd =
+        std::partial_sort_copy(data + begin, data + end, out, out + perChunk, ranksAbove);
     bestSize[chunk] = static_cast<int32_t>(outEnd - out);
   });
   int32_t *cursor = chunkCursor_.data();
@@ -101,8 +98,7 @@ void LogprobsRecorder::measure(const Candidates &c, SamplerContext &ctx) {
     for (int32_t chunk = 0; chunk < chunks; ++chunk) {
       if (cursor[chunk] == bestSize[chunk])
         continue;
-      const Candidate *candidate =
-          best + static_cast<size_t>(chunk) * perChunk + cursor[chunk];
+      const Candidate *candidate = best + static_cast<size_t>(chunk) * perChunk + cursor[chunk];
       if (!head || ranksAbove(*candidate, *head)) {
         head = candidate;
         from = chunk;

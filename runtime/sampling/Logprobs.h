@@ -33,8 +33,7 @@ struct StepLogprobs {
 /// runs (the normalizer and the best K), finish() once the token is known.
 class LogprobsRecorder {
 public:
-  LogprobsRecorder(int32_t topK, LogprobsMode mode)
-      : topK_(topK > 0 ? topK : 0), mode_(mode) {}
+  LogprobsRecorder(int32_t topK, LogprobsMode mode) : topK_(topK > 0 ? topK : 0), mode_(mode) {}
 
   int32_t topK() const { return topK_; }
   LogprobsMode mode() const { return mode_; }

@@ -18,8 +18,7 @@ constexpr int32_t kReservedWindow = 4096;
 /// Calls fn(candidate, entry) for every candidate whose id is in `entries`
 /// (sorted by a unique `token`/`id` key, read through keyOf).
 template <typename Entry, typename KeyOf, typename Fn>
-void forEachListed(Candidates &c, const std::vector<Entry> &entries,
-                   KeyOf keyOf, Fn fn) {
+void forEachListed(Candidates &c, const std::vector<Entry> &entries, KeyOf keyOf, Fn fn) {
   if (c.byId) {
     for (const Entry &entry : entries)
       if (keyOf(entry) < c.size)
@@ -27,9 +26,8 @@ void forEachListed(Candidates &c, const std::vector<Entry> &entries,
     return;
   }
   for (int32_t i = 0; i < c.size; ++i) {
-    auto it = std::lower_bound(
-        entries.begin(), entries.end(), c.data[i].id,
-        [&](const Entry &entry, int32_t id) { return keyOf(entry) < id; });
+    auto it = std::lower_bound(entries.begin(), entries.end(), c.data[i].id,
+                               [&](const Entry &entry, int32_t id) { return keyOf(entry) < id; });
     if (it != entries.end() && keyOf(*it) == c.data[i].id)
       fn(c.data[i], *it);
   }
@@ -45,9 +43,8 @@ LogitBiasPass::LogitBiasPass(const std::vector<LogitBias> &biases) {
   for (const LogitBias &entry : biases)
     if (entry.id >= 0 && !std::isnan(entry.bias))
       biases_.push_back(entry);
-  std::stable_sort(
-      biases_.begin(), biases_.end(),
-      [](const LogitBias &a, const LogitBias &b) { return a.id < b.id; });
+  std::stable_sort(biases_.begin(), biases_.end(),
+                   [](const LogitBias &a, const LogitBias &b) { return a.id < b.id; });
   // Merge repeated ids, summing in the order given.
   size_t out = 0;
   for (size_t i = 0; i < biases_.size(); ++i) {
@@ -65,8 +62,7 @@ std::string LogitBiasPass::describe() const {
     return "logit-bias(" + std::to_string(biases_.size()) + " ids)";
   std::string text = "logit-bias(";
   for (size_t i = 0; i < biases_.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(biases_[i].id) + "=" +
-            formatParam(biases_[i].bias);
+    text += (i ? ", " : "") + std::to_string(biases_[i].id) + "=" + formatParam(biases_[i].bias);
   return text + ")";
 }
 
@@ -88,29 +84,24 @@ void LogitBiasPass::apply(Candidates &c, SamplerContext &) {
 // PenaltiesPass.
 //===----------------------------------------------------------------------===//
 
-PenaltiesPass::PenaltiesPass(int32_t lastN, float repeat, float frequency,
-                             float presence)
+PenaltiesPass::PenaltiesPass(int32_t lastN, float repeat, float frequency, float presence)
     : lastN_(lastN > 0 ? lastN : 0),
       repeat_(std::isfinite(repeat) && repeat > 0.0f ? repeat : 1.0f),
       frequency_(std::isfinite(frequency) ? frequency : 0.0f),
       presence_(std::isfinite(presence) ? presence : 0.0f) {
-  size_t reserved =
-      static_cast<size_t>(std::min<int32_t>(lastN_, kReservedWindow));
+  size_t reserved = static_cast<size_t>(std::min<int32_t>(lastN_, kReservedWindow));
   window_.reserve(reserved);
   seen_.reserve(reserved);
 }
 
 std::string PenaltiesPass::describe() const {
-  return "penalties(last-n=" + std::to_string(lastN_) +
-         ", repeat=" + formatParam(repeat_) +
-         ", frequency=" + formatParam(frequency_) +
-         ", presence=" + formatParam(presence_) + ")";
+  return "penalties(last-n=" + std::to_string(lastN_) + ", repeat=" + formatParam(repeat_) +
+         ", frequency=" + formatParam(frequency_) + ", presence=" + formatParam(presence_) + ")";
 }
 
 void PenaltiesPass::add(int32_t token) {
-  auto it = std::lower_bound(
-      seen_.begin(), seen_.end(), token,
-      [](const Seen &seen, int32_t t) { return seen.token < t; });
+  auto it = std::lower_bound(seen_.begin(), seen_.end(), token,
+                             [](const Seen &seen, int32_t t) { return seen.token < t; });
   if (it != seen_.end() && it->token == token)
     ++it->count;
   else
@@ -118,9 +109,8 @@ void PenaltiesPass::add(int32_t token) {
 }
 
 void PenaltiesPass::remove(int32_t token) {
-  auto it = std::lower_bound(
-      seen_.begin(), seen_.end(), token,
-      [](const Seen &seen, int32_t t) { return seen.token < t; });
+  auto it = std::lower_bound(seen_.begin(), seen_.end(), token,
+                             [](const Seen &seen, int32_t t) { return seen.token < t; });
   if (it == seen_.end() || it->token != token)
     return; // Cannot happen: every window token was add()ed.
   if (--it->count == 0)
@@ -157,9 +147,7 @@ void PenaltiesPass::apply(Candidates &c, SamplerContext &) {
     return;
   forEachListed(
       c, seen_, [](const Seen &s) { return s.token; },
-      [&](Candidate &candidate, const Seen &seen) {
-        penalize(candidate.logit, seen.count);
-      });
+      [&](Candidate &candidate, const Seen &seen) { penalize(candidate.logit, seen.count); });
   c.sorted = false;
   c.probsValid = false;
 }

@@ -14,8 +14,7 @@ class Random {
 public:
   /// Seed 0 would keep xorshift's state at 0 forever, so it stands for a fixed
   /// nonzero state instead; every seed is still deterministic.
-  explicit Random(uint64_t seed = 0)
-      : state_(seed != 0 ? seed : kStateForSeedZero) {}
+  explicit Random(uint64_t seed = 0) : state_(seed != 0 ? seed : kStateForSeedZero) {}
 
   /// The next 32 random bits.
   uint32_t nextU32() {

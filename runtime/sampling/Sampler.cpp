@@ -46,8 +46,7 @@ int32_t findBest(const Candidates &c, SamplerContext &ctx) {
     partial[chunk] = at;
   });
   int32_t best = partial[0];
-  for (int32_t chunk = 1, e = SamplerContext::numChunks(c.size); chunk < e;
-       ++chunk)
+  for (int32_t chunk = 1, e = SamplerContext::numChunks(c.size); chunk < e; ++chunk)
     if (ranksAbove(data[partial[chunk]], data[best]))
       best = partial[chunk];
   return best;
@@ -147,8 +146,7 @@ void computeProbabilities(Candidates &c, SamplerContext &ctx) {
     for (int32_t i = 0; i < n; ++i)
       count += data[i].logit == kInf;
     for (int32_t i = 0; i < n; ++i)
-      data[i].p =
-          data[i].logit == kInf ? 1.0f / static_cast<float>(count) : 0.0f;
+      data[i].p = data[i].logit == kInf ? 1.0f / static_cast<float>(count) : 0.0f;
     return;
   }
   if (maxLogit == -kInf) {
@@ -188,8 +186,7 @@ SamplerChain::SamplerChain(SamplerChain &&) = default;
 SamplerChain &SamplerChain::operator=(SamplerChain &&) = default;
 SamplerChain::~SamplerChain() = default;
 
-SamplerChain SamplerChain::fromParams(const SamplingParams &params,
-                                      tbb::task_arena *arena) {
+SamplerChain SamplerChain::fromParams(const SamplingParams &params, tbb::task_arena *arena) {
   SamplerChain chain(arena);
   if (params.logprobs)
     chain.enableLogprobs(params.topLogprobs, params.logprobsMode);
@@ -203,9 +200,8 @@ SamplerChain SamplerChain::fromParams(const SamplingParams &params,
       if (params.repeatLastN > 0 &&
           (params.repeatPenalty != 1.0f || params.frequencyPenalty != 0.0f ||
            params.presencePenalty != 0.0f))
-        chain.add(std::make_unique<PenaltiesPass>(
-            params.repeatLastN, params.repeatPenalty, params.frequencyPenalty,
-            params.presencePenalty));
+        chain.add(std::make_unique<PenaltiesPass>(params.repeatLastN, params.repeatPenalty,
+                                                  params.frequencyPenalty, params.presencePenalty));
       break;
     case ProcessorKind::TopK:
       if (!greedy && params.topK > 0)
@@ -220,8 +216,7 @@ SamplerChain SamplerChain::fromParams(const SamplingParams &params,
         chain.add(std::make_unique<MinPPass>(params.minP));
       break;
     case ProcessorKind::Temperature:
-      if (!greedy && params.temperature != 1.0f &&
-          std::isfinite(params.temperature))
+      if (!greedy && params.temperature != 1.0f && std::isfinite(params.temperature))
         chain.add(std::make_unique<TemperaturePass>(params.temperature));
       break;
     }
@@ -295,16 +290,14 @@ int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
   if (logprobs_ && !measured)
     logprobs_->measure(c, ctx_);
 
-  int32_t at =
-      c.selected >= 0 && c.selected < c.size ? c.selected : findBest(c, ctx_);
+  int32_t at = c.selected >= 0 && c.selected < c.size ? c.selected : findBest(c, ctx_);
   // An empty set (which passes must never leave) or a best candidate at
   // -inf: every token is impossible, so there is nothing honest to pick.
   if (at < 0 || data[at].logit == -kInf)
     return -1;
   int32_t token = data[at].id;
   if (logprobs_) {
-    float logit = raw ? (std::isnan(logits[token]) ? -kInf : logits[token])
-                      : data[at].logit;
+    float logit = raw ? (std::isnan(logits[token]) ? -kInf : logits[token]) : data[at].logit;
     logprobs_->finish(token, logit);
     logprobsValid_ = true;
   }

@@ -79,8 +79,7 @@ public:
   tbb::task_arena *arena() const { return arena_; }
 
   static int32_t numChunks(int32_t n) {
-    return static_cast<int32_t>((static_cast<int64_t>(n) + kChunkSize - 1) /
-                                kChunkSize);
+    return static_cast<int32_t>((static_cast<int64_t>(n) + kChunkSize - 1) / kChunkSize);
   }
 
   /// Grows the per-chunk scratch to cover n candidates (allocates only when
@@ -179,8 +178,7 @@ public:
   /// argmax run (bias, penalties); truncations keep the best token anyway.
   /// Out-of-range values that slip past validate() degrade to "off" or
   /// greedy rather than misbehave. params.logprobs enables logprobs.
-  static SamplerChain fromParams(const SamplingParams &params,
-                                 tbb::task_arena *arena);
+  static SamplerChain fromParams(const SamplingParams &params, tbb::task_arena *arena);
 
   /// Appends pass; returns *this for chaining.
   SamplerChain &add(std::unique_ptr<SamplerPass> pass);

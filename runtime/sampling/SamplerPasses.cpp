@@ -13,13 +13,9 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int32_t kFirstTopPBlock = 64;
 } // namespace
 
-void GreedyPass::apply(Candidates &c, SamplerContext &ctx) {
-  c.selected = findBest(c, ctx);
-}
+void GreedyPass::apply(Candidates &c, SamplerContext &ctx) { c.selected = findBest(c, ctx); }
 
-std::string TopKPass::describe() const {
-  return "top-k(" + std::to_string(k_) + ")";
-}
+std::string TopKPass::describe() const { return "top-k(" + std::to_string(k_) + ")"; }
 
 void TopKPass::apply(Candidates &c, SamplerContext &) {
   if (k_ <= 0 || k_ >= c.size)
@@ -40,8 +36,7 @@ std::string TemperaturePass::describe() const {
 
 void TemperaturePass::apply(Candidates &c, SamplerContext &ctx) {
   // Division by 0, inf or NaN would make NaN logits; such a pass is a no-op.
-  if (!(temperature_ > 0.0f) || !std::isfinite(temperature_) ||
-      temperature_ == 1.0f)
+  if (!(temperature_ > 0.0f) || !std::isfinite(temperature_) || temperature_ == 1.0f)
     return;
   Candidate *data = c.data;
   const float temperature = temperature_;
@@ -53,9 +48,7 @@ void TemperaturePass::apply(Candidates &c, SamplerContext &ctx) {
   c.probsValid = false;
 }
 
-std::string TopPPass::describe() const {
-  return "top-p(" + formatParam(p_) + ")";
-}
+std::string TopPPass::describe() const { return "top-p(" + formatParam(p_) + ")"; }
 
 TopPPass::TopPPass(float p) : p_(p), bucketMass_(kProbabilityBuckets, 0.0) {}
 
@@ -101,13 +94,11 @@ void TopPPass::apply(Candidates &c, SamplerContext &ctx) {
   double cumulative = 0.0;
   for (int32_t i = 0; i < c.size; ++i) {
     if (i == sortedEnd) {
-      int32_t blockEnd = c.size - sortedEnd > block
-                             ? sortedEnd + static_cast<int32_t>(block)
-                             : c.size;
+      int32_t blockEnd =
+          c.size - sortedEnd > block ? sortedEnd + static_cast<int32_t>(block) : c.size;
       block *= 2;
       if (blockEnd < c.size)
-        std::nth_element(data + sortedEnd, data + blockEnd, data + c.size,
-                         ranksAbove);
+        std::nth_element(data + sortedEnd, data + blockEnd, data + c.size, ranksAbove);
       sortByRank(data + sortedEnd, blockEnd - sortedEnd, sortScratch_);
       sortedEnd = blockEnd;
     }
@@ -152,19 +143,16 @@ int32_t TopPPass::sortNucleusCandidates(Candidates &c) {
   // selected one is then selected too, whatever the rounding of exp().
   float threshold = kInf;
   for (int32_t i = 0; i < n; ++i)
-    threshold = std::min(threshold, probabilityBucket(data[i].p) >=
-                                            static_cast<uint32_t>(boundary)
+    threshold = std::min(threshold, probabilityBucket(data[i].p) >= static_cast<uint32_t>(boundary)
                                         ? data[i].logit
                                         : kInf);
-  Candidate *end = std::partition(
-      data, data + n, [&](const Candidate &x) { return x.logit >= threshold; });
+  Candidate *end =
+      std::partition(data, data + n, [&](const Candidate &x) { return x.logit >= threshold; });
   sortByRank(data, static_cast<int32_t>(end - data), sortScratch_);
   return static_cast<int32_t>(end - data);
 }
 
-std::string MinPPass::describe() const {
-  return "min-p(" + formatParam(p_) + ")";
-}
+std::string MinPPass::describe() const { return "min-p(" + formatParam(p_) + ")"; }
 
 void MinPPass::apply(Candidates &c, SamplerContext &ctx) {
   if (!(p_ > 0.0f) || c.size <= 1)
@@ -180,8 +168,7 @@ void MinPPass::apply(Candidates &c, SamplerContext &ctx) {
         m = std::max(m, data[i].logit);
       partial[chunk] = m;
     });
-    for (int32_t chunk = 0, e = SamplerContext::numChunks(c.size); chunk < e;
-         ++chunk)
+    for (int32_t chunk = 0, e = SamplerContext::numChunks(c.size); chunk < e; ++chunk)
       maxLogit = std::max(maxLogit, static_cast<float>(partial[chunk]));
   }
   // All masked: there is no p_max to scale; the chain reports the -inf.
@@ -194,9 +181,7 @@ void MinPPass::apply(Candidates &c, SamplerContext &ctx) {
   if (c.sorted) {
     kept = static_cast<int32_t>(
         std::partition_point(data, data + c.size,
-                             [&](const Candidate &x) {
-                               return x.logit >= threshold;
-                             }) -
+                             [&](const Candidate &x) { return x.logit >= threshold; }) -
         data);
   } else {
     // In place and in order; sequential, since chunks would have to write
@@ -213,9 +198,7 @@ void MinPPass::apply(Candidates &c, SamplerContext &ctx) {
   c.byId = false;
 }
 
-std::string DistPass::describe() const {
-  return "dist(seed=" + std::to_string(seed_) + ")";
-}
+std::string DistPass::describe() const { return "dist(seed=" + std::to_string(seed_) + ")"; }
 
 void DistPass::apply(Candidates &c, SamplerContext &ctx) {
   if (c.size <= 0)

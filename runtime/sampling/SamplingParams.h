@@ -43,9 +43,8 @@ struct LogitBias {
 struct SamplingParams {
   float temperature = 1.0f; ///< 0 = greedy argmax; otherwise logits / T.
   int32_t topK = 0;         ///< Keep the K most likely tokens; 0 = off.
-  float topP =
-      1.0f; ///< Keep the smallest nucleus whose mass exceeds P; 1 = off.
-  uint64_t seed = 0; ///< Seeds the draw; the same seed repeats a run.
+  float topP = 1.0f;        ///< Keep the smallest nucleus whose mass exceeds P; 1 = off.
+  uint64_t seed = 0;        ///< Seeds the draw; the same seed repeats a run.
   /// Keep tokens with p >= minP * p_max; 0 = off.
   float minP = 0.0f;
   /// Over the last repeatLastN tokens (prompt included), each seen token's

@@ -100,13 +100,12 @@ static Status neverFits(const PagedKVCache &cache, const Sequence &candidate, in
   // Sizes with the reserved block, as the budget (--kv-budget) counts them.
   double mib = double(alone + 1) * cache.bytesPerBlock() / (1024.0 * 1024.0);
   double have = double(cache.totalBlocks() + 1) * cache.bytesPerBlock() / (1024.0 * 1024.0);
-  return Status::error(
-      "request " + std::to_string(index) + " needs " + std::to_string(alone) + " KV blocks (" +
-      std::to_string(candidate.maxPositions) + " positions" +
-      (width > 1 ? " for each of " + std::to_string(width) + " sequences" : "") + ", " +
-      std::to_string(mib) + " MiB) but the KV budget holds " +
-      std::to_string(cache.totalBlocks()) + " (" + std::to_string(have) +
-      " MiB): raise --kv-budget or lower -n");
+  return Status::error("request " + std::to_string(index) + " needs " + std::to_string(alone) +
+                       " KV blocks (" + std::to_string(candidate.maxPositions) + " positions" +
+                       (width > 1 ? " for each of " + std::to_string(width) + " sequences" : "") +
+                       ", " + std::to_string(mib) + " MiB) but the KV budget holds " +
+                       std::to_string(cache.totalBlocks()) + " (" + std::to_string(have) +
+                       " MiB): raise --kv-budget or lower -n");
 }
 
 Verdict judgeBudget(const PagedKVCache &cache, const SequenceList &live, const Sequence &candidate,

@@ -25,8 +25,7 @@ ErrorOr<std::unique_ptr<PagedKVCache>> createPagedCache(Device &device, const Mo
                            std::to_string(layout.bytesPerBlock()) + " bytes)");
   } else {
     // Every sequence in flight can reach the full context, within 1 GiB.
-    int64_t full =
-        int64_t(sequences) * scheduler::ceilDiv(config.seqLen, batch->blockSize) + 1;
+    int64_t full = int64_t(sequences) * scheduler::ceilDiv(config.seqLen, batch->blockSize) + 1;
     blocks = std::min<int64_t>(full, PagedKVCache::blocksForBudget(layout, uint64_t(1) << 30));
     blocks = std::max<int64_t>(blocks, 2);
   }
@@ -62,10 +61,9 @@ BatchScheduler::run(const std::vector<GenerationRequest> &requests, BatchStats *
   BatchStats &counters = stats ? *stats : local;
   counters = BatchStats{};
   if (!device_.batchLayout())
-    return std::vector<ErrorOr<GenerationResult>>(
-        requests.size(), Status::error("the artifact has no batch step"));
-  scheduler::Run run(device_, cache_, tokenizer_, config_, samplers_, options_, requests,
-                     counters);
+    return std::vector<ErrorOr<GenerationResult>>(requests.size(),
+                                                  Status::error("the artifact has no batch step"));
+  scheduler::Run run(device_, cache_, tokenizer_, config_, samplers_, options_, requests, counters);
   return run.execute();
 }
 

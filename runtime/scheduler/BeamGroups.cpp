@@ -125,8 +125,8 @@ static GenerationResult replayHypothesis(const BeamHypothesis &h, const Generati
 }
 
 ErrorOr<BeamOutcome> beamGroupResult(const Group &group, const GenerationRequest &request,
-                                     const std::vector<int32_t> &prompt,
-                                     const Tokenizer &tokenizer, const ModelConfig &config) {
+                                     const std::vector<int32_t> &prompt, const Tokenizer &tokenizer,
+                                     const ModelConfig &config) {
   std::vector<BeamHypothesis> found = group.beams->results();
   if (found.empty())
     return Status::error("request " + std::to_string(group.index) +

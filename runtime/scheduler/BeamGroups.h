@@ -39,7 +39,7 @@ struct BeamOutcome {
 /// `prompt`): its hypotheses best first, each replayed through the output
 /// rules (text; a stop string cuts it). Fails when the search found none.
 ErrorOr<BeamOutcome> beamGroupResult(const Group &group, const GenerationRequest &request,
-                                     const std::vector<int32_t> &prompt,
-                                     const Tokenizer &tokenizer, const ModelConfig &config);
+                                     const std::vector<int32_t> &prompt, const Tokenizer &tokenizer,
+                                     const ModelConfig &config);
 
 } // namespace quill::scheduler

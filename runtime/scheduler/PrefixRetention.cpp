@@ -6,8 +6,8 @@
 
 namespace quill::scheduler {
 
-std::optional<PrefixRetention::Donor>
-PrefixRetention::findDonor(const std::vector<int32_t> &prompt, const SequenceList &live) const {
+std::optional<PrefixRetention::Donor> PrefixRetention::findDonor(const std::vector<int32_t> &prompt,
+                                                                 const SequenceList &live) const {
   Donor donor;
   if (!enabled_)
     return donor;

@@ -34,9 +34,9 @@ Status claimPositions(PagedKVCache &cache, const SequenceList &live, std::vector
     const Sequence &q = *live[plan.live];
     auto first = cache.append(q.kv, plan.count);
     if (!first)
-      return Status::error("internal error: request " + std::to_string(q.group->index) +
-                           " ran out of the KV blocks admission reserved for it: " +
-                           first.message());
+      return Status::error(
+          "internal error: request " + std::to_string(q.group->index) +
+          " ran out of the KV blocks admission reserved for it: " + first.message());
     plan.first = *first;
   }
   return Status::ok();
@@ -49,8 +49,8 @@ ErrorOr<AssembledRows> writeRows(const PagedKVCache &cache, const SequenceList &
     const Sequence &q = *live[plan.live];
     size_t entries = cache.blockTable(q.kv).size();
     if (entries > size_t(width))
-      return Status::error("internal error: request " + std::to_string(q.group->index) +
-                           " holds " + std::to_string(entries) + " KV blocks but a row's table has " +
+      return Status::error("internal error: request " + std::to_string(q.group->index) + " holds " +
+                           std::to_string(entries) + " KV blocks but a row's table has " +
                            std::to_string(width));
   }
   AssembledRows out;
@@ -79,9 +79,8 @@ ErrorOr<AssembledRows> writeRows(const PagedKVCache &cache, const SequenceList &
       out.prefilledTokens += plan.count;
   }
   out.decodeOnly = out.logitRows == row && row == int32_t(plans.size()) &&
-                   std::all_of(plans.begin(), plans.end(), [&](const RowPlan &p) {
-                     return live[p.live]->pending >= 0;
-                   });
+                   std::all_of(plans.begin(), plans.end(),
+                               [&](const RowPlan &p) { return live[p.live]->pending >= 0; });
   return out;
 }
 

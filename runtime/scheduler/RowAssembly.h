@@ -12,8 +12,8 @@ namespace quill::scheduler {
 /// The rows of one sequence in a step: positions [first, first + count),
 /// the last of them needing logits or not.
 struct RowPlan {
-  size_t live = 0;    ///< Into the SequenceList.
-  int32_t first = 0;  ///< Set by claimPositions().
+  size_t live = 0;   ///< Into the SequenceList.
+  int32_t first = 0; ///< Set by claimPositions().
   int32_t count = 0;
   bool logits = false;
 };
@@ -40,8 +40,8 @@ struct RowBuffers {
 
 /// The rows written for one step.
 struct AssembledRows {
-  int32_t rows = 0;      ///< Rows written.
-  int32_t logitRows = 0; ///< The first rows, which get logits.
+  int32_t rows = 0;                    ///< Rows written.
+  int32_t logitRows = 0;               ///< The first rows, which get logits.
   std::vector<Sequence *> logitOwners; ///< The sequence of each logit row.
   int64_t prefilledTokens = 0;         ///< Prompt positions computed.
   /// Every row is a decode row (one per sequence, all with logits).

@@ -52,13 +52,14 @@ std::vector<char> sampleAll(const std::vector<LogitRow> &toSample, const PagedKV
   std::vector<char> goesOn(toSample.size());
   auto sampleRange = [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
-      goesOn[i] =
-          sampleNext(*toSample[i].first, toSample[i].second, cache, config.vocabSize, config.seqLen);
+      goesOn[i] = sampleNext(*toSample[i].first, toSample[i].second, cache, config.vocabSize,
+                             config.seqLen);
   };
   if (arena && toSample.size() > 1)
     arena->execute([&] {
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, toSample.size()),
-                        [&](const tbb::blocked_range<size_t> &r) { sampleRange(r.begin(), r.end()); });
+      tbb::parallel_for(
+          tbb::blocked_range<size_t>(0, toSample.size()),
+          [&](const tbb::blocked_range<size_t> &r) { sampleRange(r.begin(), r.end()); });
     });
   else
     sampleRange(0, toSample.size());

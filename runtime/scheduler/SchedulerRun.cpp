@@ -82,8 +82,8 @@ void Run::admit() {
       return; // A prompt in prefill computes more of this one first.
     int32_t maxPositions =
         maxPositionsFor(int32_t(prompt.size()), request.maxNewTokens, config_.seqLen);
-    std::unique_ptr<Sequence> q = SequenceFactory::candidate(index, width, prompt, maxPositions,
-                                                             startingSequence(*donor));
+    std::unique_ptr<Sequence> q =
+        SequenceFactory::candidate(index, width, prompt, maxPositions, startingSequence(*donor));
     Verdict budget = judgeBudget(cache_, live_, *q, !prefixes_.empty());
     if (budget.kind != Verdict::Admit) {
       cache_.free(q->kv);
@@ -202,8 +202,7 @@ void Run::retire(const std::vector<Sequence *> &ended) {
     completeGroup(*group);
   live_.erase(std::remove_if(live_.begin(), live_.end(),
                              [&](const std::unique_ptr<Sequence> &q) {
-                               return std::find(ended.begin(), ended.end(), q.get()) !=
-                                      ended.end();
+                               return std::find(ended.begin(), ended.end(), q.get()) != ended.end();
                              }),
               live_.end());
 }
@@ -215,8 +214,8 @@ void Run::completeGroup(Group &group) {
     results_[group.index] = samplesResult(group);
     return;
   }
-  ErrorOr<BeamOutcome> outcome = beamGroupResult(group, requests_[group.index],
-                                                 prompts_[group.index], tokenizer_, config_);
+  ErrorOr<BeamOutcome> outcome =
+      beamGroupResult(group, requests_[group.index], prompts_[group.index], tokenizer_, config_);
   if (!outcome) {
     fail(group.index, outcome.status());
     return;
@@ -227,8 +226,8 @@ void Run::completeGroup(Group &group) {
 
 void Run::abandon(const Status &error) {
   for (size_t i = 0; i < results_.size(); ++i)
-    fail(i, Status::error("request " + std::to_string(i) + ": the batch run stopped: " +
-                          error.message()));
+    fail(i, Status::error("request " + std::to_string(i) +
+                          ": the batch run stopped: " + error.message()));
   for (const auto &q : live_)
     cache_.free(q->kv);
   live_.clear();

@@ -13,8 +13,7 @@ constexpr uint64_t kMul = kSplitMix64Gamma;
 } // namespace
 
 Checksum64::Checksum64(uint64_t totalSize)
-    : lanes_{totalSize, 0x243F6A8885A308D3ull, 0x13198A2E03707344ull,
-             0xA4093822299F31D0ull} {}
+    : lanes_{totalSize, 0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull} {}
 
 void Checksum64::block(const uint8_t *data) {
   // Four independent lanes keep several multiplies in flight.

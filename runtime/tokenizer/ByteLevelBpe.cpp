@@ -14,8 +14,7 @@ namespace {
 
 /// Bytes GPT-2 prints as themselves.
 bool isPrintableByte(uint32_t b) {
-  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
-         (b >= 0xAE && b <= 0xFF);
+  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
 /// codepoint -> byte for the 256 stand-ins (all below U+0144), else -1.
@@ -64,8 +63,7 @@ std::string gpt2BytesToPiece(std::string_view bytes) {
   return out;
 }
 
-ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data,
-                                           const PieceIndex &pieces,
+ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data, const PieceIndex &pieces,
                                            const std::string &sourceName) {
   const std::string where = sourceName + ": ";
   ByteLevelBpe bpe;
@@ -94,20 +92,16 @@ ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data,
   for (size_t id = 0; id < data.pieces.size(); ++id) {
     TokenType type = data.types[id];
     const std::string &piece = data.pieces[id];
-    if ((type == TokenType::Control || type == TokenType::UserDefined) &&
-        !piece.empty())
+    if ((type == TokenType::Control || type == TokenType::UserDefined) && !piece.empty())
       bpe.added_[uint8_t(piece[0])].emplace_back(piece, int32_t(id));
   }
   for (auto &list : bpe.added_)
     std::stable_sort(list.begin(), list.end(),
-                     [](const auto &a, const auto &b) {
-                       return a.first.size() > b.first.size();
-                     });
+                     [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   return bpe;
 }
 
-int32_t ByteLevelBpe::addedTokenAt(std::string_view text,
-                                   size_t &length) const {
+int32_t ByteLevelBpe::addedTokenAt(std::string_view text, size_t &length) const {
   for (const auto &[piece, id] : added_[uint8_t(text[0])]) {
     if (text.compare(0, piece.size(), piece) == 0) {
       length = piece.size();

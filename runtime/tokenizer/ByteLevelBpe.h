@@ -35,19 +35,16 @@ public:
   /// Checks and indexes `data` (a ByteLevelBpe kind); `pieces` indexes its
   /// pieces. Fails, naming sourceName, when a merge's result is not in the
   /// vocabulary or a byte has neither a token nor an unk to fall back on.
-  static ErrorOr<ByteLevelBpe> create(const TokenizerData &data,
-                                      const PieceIndex &pieces,
+  static ErrorOr<ByteLevelBpe> create(const TokenizerData &data, const PieceIndex &pieces,
                                       const std::string &sourceName);
 
   /// Appends the ids of `text` (no BOS/EOS) to `out`.
-  void encode(std::string_view text, const PieceIndex &pieces,
-              std::vector<int32_t> &out) const;
+  void encode(std::string_view text, const PieceIndex &pieces, std::vector<int32_t> &out) const;
 
 private:
   ByteLevelBpe() = default;
   /// BPE over one pre-tokenized word.
-  void encodeWord(std::string_view word, const PieceIndex &pieces,
-                  std::vector<int32_t> &out) const;
+  void encodeWord(std::string_view word, const PieceIndex &pieces, std::vector<int32_t> &out) const;
   /// The longest added token at the front of `text`, or -1.
   int32_t addedTokenAt(std::string_view text, size_t &length) const;
 

@@ -69,8 +69,7 @@ size_t contractionAt(const Characters &s, size_t i, bool ignoreCase) {
   if (i + 2 >= s.size())
     return 0;
   uint32_t b = at(i + 2);
-  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') ||
-      (a == 'l' && b == 'l'))
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
     return 3;
   return 0;
 }
@@ -140,16 +139,13 @@ size_t llama3MatchEnd(const Characters &s, size_t i, size_t maxDigits) {
   return trailingSpaceEnd(s, i);
 }
 
-void splitWith(std::string_view text, PreTokenizeStep step,
-               std::vector<std::string_view> &out) {
+void splitWith(std::string_view text, PreTokenizeStep step, std::vector<std::string_view> &out) {
   Characters s(text);
   for (size_t i = 0; i < s.size();) {
     size_t end;
     switch (step) {
     case PreTokenizeStep::SplitDigits:
-      end = isNumber(s[i])
-                ? i + 1
-                : runEnd(s, i, [](uint32_t c) { return !isNumber(c); });
+      end = isNumber(s[i]) ? i + 1 : runEnd(s, i, [](uint32_t c) { return !isNumber(c); });
       break;
     case PreTokenizeStep::Gpt2:
       end = gpt2MatchEnd(s, i);
@@ -187,8 +183,8 @@ const char *preTokenizeStepName(PreTokenizeStep step) {
   return "unknown";
 }
 
-std::vector<std::string_view>
-preTokenize(std::string_view text, const std::vector<PreTokenizeStep> &steps) {
+std::vector<std::string_view> preTokenize(std::string_view text,
+                                          const std::vector<PreTokenizeStep> &steps) {
   std::vector<std::string_view> pieces;
   if (!text.empty())
     pieces.push_back(text);

@@ -36,7 +36,7 @@ const char *preTokenizeStepName(PreTokenizeStep step);
 /// Cuts `text` into consecutive, non-empty pieces that cover it exactly.
 /// Text that is not valid UTF-8 is cut too: each invalid byte counts as a
 /// character that is neither letter, number nor white space.
-std::vector<std::string_view>
-preTokenize(std::string_view text, const std::vector<PreTokenizeStep> &steps);
+std::vector<std::string_view> preTokenize(std::string_view text,
+                                          const std::vector<PreTokenizeStep> &steps);
 
 } // namespace quill

@@ -24,9 +24,7 @@ const float kNoMergeScore = static_cast<float>(-1e10);
 /// special ids.
 constexpr int32_t kFirstByteToken = 3;
 
-bool isContinuationByte(char c) {
-  return (static_cast<uint8_t>(c) & 0xC0) == 0x80;
-}
+bool isContinuationByte(char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; }
 
 int hexValue(char c) {
   if (c >= '0' && c <= '9')
@@ -45,8 +43,7 @@ std::string bytePiece(int byte) {
 
 } // namespace
 
-ErrorOr<Tokenizer> Tokenizer::fromBytes(const uint8_t *data, size_t size,
-                                        int32_t vocabSize,
+ErrorOr<Tokenizer> Tokenizer::fromBytes(const uint8_t *data, size_t size, int32_t vocabSize,
                                         const std::string &sourceName) {
   auto parsed = parseTokenizer(data, size, vocabSize, sourceName);
   if (!parsed)
@@ -54,14 +51,13 @@ ErrorOr<Tokenizer> Tokenizer::fromBytes(const uint8_t *data, size_t size,
   return fromData(parsed.take(), sourceName);
 }
 
-ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
-                                       const std::string &sourceName) {
+ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data, const std::string &sourceName) {
   const std::string where = sourceName + ": ";
   const size_t count = data.pieces.size();
   if (count == 0 || count > size_t(INT32_MAX) || data.scores.size() != count ||
       data.types.size() != count)
-    return Status::error(where + "inconsistent tokenizer data (" +
-                         std::to_string(count) + " pieces)");
+    return Status::error(where + "inconsistent tokenizer data (" + std::to_string(count) +
+                         " pieces)");
   for (int32_t id : {data.bosId, data.eosId, data.unkId})
     if (id < -1 || id >= int32_t(count))
       return Status::error(where + "special token id " + std::to_string(id) +
@@ -78,8 +74,7 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
   for (size_t id = 0; id < count; ++id) {
     tok.idOfPiece_.emplace(data.pieces[id], int32_t(id)); // Lowest id wins.
     if (!data.llama2cLayout)
-      tok.maxTokenLength_ =
-          std::max(tok.maxTokenLength_, int32_t(data.pieces[id].size()));
+      tok.maxTokenLength_ = std::max(tok.maxTokenLength_, int32_t(data.pieces[id].size()));
   }
 
   if (data.kind == TokenizerKind::ByteLevelBpe) {
@@ -92,8 +87,7 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
     int32_t id;
     if (data.llama2cLayout) {
       // run.c: byte b is token b + 3, whatever that piece is.
-      id = kFirstByteToken + b < int32_t(count) ? kFirstByteToken + b
-                                                : tok.unkId_;
+      id = kFirstByteToken + b < int32_t(count) ? kFirstByteToken + b : tok.unkId_;
     } else {
       auto it = tok.idOfPiece_.find(bytePiece(b));
       id = it != tok.idOfPiece_.end() ? it->second : tok.unkId_;
@@ -108,17 +102,14 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data,
   return tok;
 }
 
-ErrorOr<Tokenizer> Tokenizer::fromFile(const std::string &path,
-                                       int32_t vocabSize) {
+ErrorOr<Tokenizer> Tokenizer::fromFile(const std::string &path, int32_t vocabSize) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return Status::error(path +
-                         ": cannot open tokenizer: " + std::strerror(errno));
+    return Status::error(path + ": cannot open tokenizer: " + std::strerror(errno));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   if (in.bad())
-    return Status::error(path +
-                         ": cannot read tokenizer: " + std::strerror(errno));
+    return Status::error(path + ": cannot read tokenizer: " + std::strerror(errno));
   return fromBytes(bytes.data(), bytes.size(), vocabSize, path);
 }
 
@@ -141,8 +132,7 @@ int32_t Tokenizer::lookup(std::string_view piece) const {
   return it == idOfPiece_.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos,
-                                       bool addEos) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos, bool addEos) const {
   std::vector<int32_t> tokens;
   tokens.reserve(text.size() + 3);
   // BOS goes first: run.c's merge loop sees it too.
@@ -157,8 +147,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos,
   return tokens;
 }
 
-void Tokenizer::encodeSentencePiece(std::string_view text,
-                                    std::vector<int32_t> &tokens) const {
+void Tokenizer::encodeSentencePiece(std::string_view text, std::vector<int32_t> &tokens) const {
   // SentencePiece's add_dummy_prefix: words are " word" pieces, so the first
   // word gets a space too.
   if (!text.empty() && addDummyPrefix_) {
@@ -172,8 +161,7 @@ void Tokenizer::encodeSentencePiece(std::string_view text,
   std::string unit;
   for (size_t i = 0; i < text.size();) {
     size_t len = 1;
-    while (i + len < text.size() && len < 4 &&
-           isContinuationByte(text[i + len]))
+    while (i + len < text.size() && len < 4 && isContinuationByte(text[i + len]))
       ++len;
     unit.assign(text.data() + i, len);
     auto it = idOfPiece_.find(unit);

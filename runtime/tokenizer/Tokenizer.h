@@ -35,15 +35,12 @@ public:
   /// tokenizer.bin, or the versioned format (told apart by its magic).
   /// sourceName names the input in error messages. Bytes after the last
   /// token of a tokenizer.bin are ignored (real files are sometimes padded).
-  static ErrorOr<Tokenizer> fromBytes(const uint8_t *data, size_t size,
-                                      int32_t vocabSize,
+  static ErrorOr<Tokenizer> fromBytes(const uint8_t *data, size_t size, int32_t vocabSize,
                                       const std::string &sourceName);
   /// Reads and parses a tokenizer file.
-  static ErrorOr<Tokenizer> fromFile(const std::string &path,
-                                     int32_t vocabSize);
+  static ErrorOr<Tokenizer> fromFile(const std::string &path, int32_t vocabSize);
   /// Builds a tokenizer from parsed or converted data.
-  static ErrorOr<Tokenizer> fromData(TokenizerData data,
-                                     const std::string &sourceName);
+  static ErrorOr<Tokenizer> fromData(TokenizerData data, const std::string &sourceName);
 
   /// SentencePiece kind: encodes text exactly as llama2.c run.c's encode():
   /// optional BOS, a " " dummy prefix when text is non-empty, one token per
@@ -61,8 +58,7 @@ public:
   /// rest pre-tokenized and merged by rank (ByteLevelBpe), optional EOS.
   ///
   /// BOS and EOS are added only when the vocabulary has them.
-  std::vector<int32_t> encode(std::string_view text, bool addBos,
-                              bool addEos) const;
+  std::vector<int32_t> encode(std::string_view text, bool addBos, bool addEos) const;
 
   /// SentencePiece kind: decodes token as run.c's decode(prevToken, token):
   /// a piece following BOS loses its leading space, and a piece "<0xNN>"
@@ -97,8 +93,7 @@ private:
   int32_t byteToken(uint8_t byte) const { return byteIds_[byte]; }
   /// Appends run.c's tokens of text to `tokens` (which holds BOS or
   /// nothing) and merges them all.
-  void encodeSentencePiece(std::string_view text,
-                           std::vector<int32_t> &tokens) const;
+  void encodeSentencePiece(std::string_view text, std::vector<int32_t> &tokens) const;
   /// Applies run.c's merge loop to tokens in place.
   void mergePairs(std::vector<int32_t> &tokens) const;
 

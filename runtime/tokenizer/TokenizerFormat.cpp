@@ -31,20 +31,17 @@ std::string bytePiece(int byte) {
 
 /// llama2.c's tokenizer.bin: int32 max_token_length, then per token a
 /// float32 score, an int32 length and the piece's bytes.
-ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size,
-                                    int32_t vocabSize,
+ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size, int32_t vocabSize,
                                     const std::string &where) {
   if (vocabSize < kLlama2cMinVocabSize)
     return Status::error(where + "vocab size " + std::to_string(vocabSize) +
                          " is too small: ids 0-2 are <unk>, BOS and EOS");
   if (size < sizeof(int32_t))
-    return Status::error(where +
-                         "tokenizer truncated: " + std::to_string(size) +
+    return Status::error(where + "tokenizer truncated: " + std::to_string(size) +
                          " bytes cannot hold the max_token_length header");
   int32_t maxTokenLength = readScalar<int32_t>(data);
   if (maxTokenLength < 0)
-    return Status::error(where + "negative max_token_length " +
-                         std::to_string(maxTokenLength));
+    return Status::error(where + "negative max_token_length " + std::to_string(maxTokenLength));
 
   TokenizerData out;
   out.kind = TokenizerKind::SentencePieceBpe;
@@ -57,43 +54,38 @@ ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size,
   // Each token takes at least 8 bytes, so a huge vocabSize cannot make us
   // reserve more than the input could possibly describe.
   size_t offset = sizeof(int32_t);
-  size_t reserve =
-      std::min(static_cast<size_t>(vocabSize), (size - offset) / 8);
+  size_t reserve = std::min(static_cast<size_t>(vocabSize), (size - offset) / 8);
   out.pieces.reserve(reserve);
   out.scores.reserve(reserve);
   out.types.reserve(reserve);
 
   const std::string total = std::to_string(vocabSize);
   for (int32_t id = 0; id < vocabSize; ++id) {
-    const std::string token = "token " + std::to_string(id) + " of " + total +
-                              " (offset " + std::to_string(offset) + ")";
+    const std::string token =
+        "token " + std::to_string(id) + " of " + total + " (offset " + std::to_string(offset) + ")";
     size_t left = size - offset;
     if (left < 8)
       return Status::error(where + "tokenizer truncated in " + token +
-                           ": needs 8 bytes for score and length, " +
-                           std::to_string(left) + " left");
+                           ": needs 8 bytes for score and length, " + std::to_string(left) +
+                           " left");
     float score = readScalar<float>(data + offset);
     int32_t len = readScalar<int32_t>(data + offset + 4);
     offset += 8;
     left -= 8;
     if (len < 0)
-      return Status::error(where + token + " has negative length " +
-                           std::to_string(len));
+      return Status::error(where + token + " has negative length " + std::to_string(len));
     if (static_cast<size_t>(len) > left)
-      return Status::error(where + "tokenizer truncated in " + token +
-                           ": piece length " + std::to_string(len) +
-                           " exceeds the " + std::to_string(left) +
+      return Status::error(where + "tokenizer truncated in " + token + ": piece length " +
+                           std::to_string(len) + " exceeds the " + std::to_string(left) +
                            " bytes left");
     out.pieces.emplace_back(reinterpret_cast<const char *>(data + offset),
                             static_cast<size_t>(len));
     out.scores.push_back(score);
-    bool isByte =
-        id >= kLlama2cFirstByteToken && id < kLlama2cFirstByteToken + 256;
-    out.types.push_back(
-        id < kLlama2cFirstByteToken
-            ? (id == 0 ? TokenType::Unknown : TokenType::Control)
-        : isByte ? TokenType::Byte
-                 : TokenType::Normal);
+    bool isByte = id >= kLlama2cFirstByteToken && id < kLlama2cFirstByteToken + 256;
+    out.types.push_back(id < kLlama2cFirstByteToken
+                            ? (id == 0 ? TokenType::Unknown : TokenType::Control)
+                        : isByte ? TokenType::Byte
+                                 : TokenType::Normal);
     offset += static_cast<size_t>(len);
   }
   return out;
@@ -101,8 +93,7 @@ ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size,
 
 bool isKnownTokenType(uint8_t type) { return type >= 1 && type <= 6; }
 
-ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
-                                      int32_t vocabSize,
+ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size, int32_t vocabSize,
                                       const std::string &where) {
   ByteReader in(data, size);
   in.get<uint64_t>(); // The magic, already checked.
@@ -113,9 +104,8 @@ ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
   if (!in.ok())
     return truncated("the header");
   if (version != kTokenizerFormatVersion)
-    return Status::error(where + "tokenizer format version " +
-                         std::to_string(version) + " (this runtime reads " +
-                         std::to_string(kTokenizerFormatVersion) + ")");
+    return Status::error(where + "tokenizer format version " + std::to_string(version) +
+                         " (this runtime reads " + std::to_string(kTokenizerFormatVersion) + ")");
   TokenizerData out;
   uint32_t kind = in.get<uint32_t>();
   int32_t count = in.get<int32_t>();
@@ -127,21 +117,17 @@ ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
     return truncated("the header");
   if (kind != uint32_t(TokenizerKind::SentencePieceBpe) &&
       kind != uint32_t(TokenizerKind::ByteLevelBpe))
-    return Status::error(where + "unknown tokenizer kind " +
-                         std::to_string(kind));
+    return Status::error(where + "unknown tokenizer kind " + std::to_string(kind));
   out.kind = TokenizerKind(kind);
   if (count != vocabSize || count <= 0)
     return Status::error(where + "tokenizer has " + std::to_string(count) +
-                         " tokens, the model's vocabulary " +
-                         std::to_string(vocabSize));
+                         " tokens, the model's vocabulary " + std::to_string(vocabSize));
   for (int32_t id : {out.bosId, out.eosId, out.unkId})
     if (id < -1 || id >= count)
       return Status::error(where + "special token id " + std::to_string(id) +
-                           " is outside the vocabulary of " +
-                           std::to_string(count));
+                           " is outside the vocabulary of " + std::to_string(count));
   if (out.flags & ~kKnownTokenizerFlags)
-    return Status::error(where + "unknown tokenizer flags " +
-                         std::to_string(out.flags));
+    return Status::error(where + "unknown tokenizer flags " + std::to_string(out.flags));
 
   // Each token takes at least 9 bytes: never reserve beyond the input.
   size_t reserve = std::min<size_t>(size_t(count), in.remaining() / 9);
@@ -153,11 +139,10 @@ ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
     float score = in.get<float>();
     std::string piece = in.getString(kMaxPieceBytes);
     if (!in.ok())
-      return truncated("token " + std::to_string(id) + " of " +
-                       std::to_string(count));
+      return truncated("token " + std::to_string(id) + " of " + std::to_string(count));
     if (!isKnownTokenType(type))
-      return Status::error(where + "token " + std::to_string(id) +
-                           " has unknown type " + std::to_string(type));
+      return Status::error(where + "token " + std::to_string(id) + " has unknown type " +
+                           std::to_string(type));
     out.types.push_back(TokenType(type));
     out.scores.push_back(score);
     out.pieces.push_back(std::move(piece));
@@ -180,8 +165,7 @@ ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
   for (uint32_t i = 0; i < steps; ++i) {
     uint32_t step = in.get<uint32_t>();
     if (!isKnownPreTokenizeStep(step))
-      return Status::error(where + "unknown pre-tokenizer step " +
-                           std::to_string(step));
+      return Status::error(where + "unknown pre-tokenizer step " + std::to_string(step));
     out.preTokenizer.push_back(PreTokenizeStep(step));
   }
   if (!in.ok())
@@ -197,8 +181,8 @@ ErrorOr<TokenizerData> parseVersioned(const uint8_t *data, size_t size,
 } // namespace
 
 bool fitsLlama2cLayout(const TokenizerData &data) {
-  if (data.kind != TokenizerKind::SentencePieceBpe || data.unkId != 0 ||
-      data.bosId != 1 || data.eosId != 2 || !(data.flags & kAddDummyPrefix) ||
+  if (data.kind != TokenizerKind::SentencePieceBpe || data.unkId != 0 || data.bosId != 1 ||
+      data.eosId != 2 || !(data.flags & kAddDummyPrefix) ||
       data.pieces.size() < size_t(kLlama2cFirstByteToken + 256))
     return false;
   for (int b = 0; b < 256; ++b)
@@ -230,8 +214,7 @@ std::vector<uint8_t> serializeTokenizer(const TokenizerData &data) {
 
 std::vector<uint8_t> serializeVersionedTokenizer(const TokenizerData &data) {
   ByteWriter out;
-  out.bytes().insert(out.bytes().end(), std::begin(kTokenizerMagic),
-                     std::end(kTokenizerMagic));
+  out.bytes().insert(out.bytes().end(), std::begin(kTokenizerMagic), std::end(kTokenizerMagic));
   out.put<uint32_t>(kTokenizerFormatVersion);
   out.put<uint32_t>(uint32_t(data.kind));
   out.put<int32_t>(int32_t(data.pieces.size()));
@@ -255,8 +238,7 @@ std::vector<uint8_t> serializeVersionedTokenizer(const TokenizerData &data) {
   return std::move(out.bytes());
 }
 
-ErrorOr<TokenizerData> parseTokenizer(const uint8_t *data, size_t size,
-                                      int32_t vocabSize,
+ErrorOr<TokenizerData> parseTokenizer(const uint8_t *data, size_t size, int32_t vocabSize,
                                       const std::string &sourceName) {
   const std::string where = sourceName + ": ";
   if (!data && size != 0)

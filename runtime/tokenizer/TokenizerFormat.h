@@ -94,8 +94,7 @@ std::vector<uint8_t> serializeVersionedTokenizer(const TokenizerData &data);
 /// Parses either form. `vocabSize` is the model's: a tokenizer.bin stores no
 /// count, and a versioned tokenizer must hold exactly that many tokens. Every
 /// failure is one line starting with sourceName.
-ErrorOr<TokenizerData> parseTokenizer(const uint8_t *data, size_t size,
-                                      int32_t vocabSize,
+ErrorOr<TokenizerData> parseTokenizer(const uint8_t *data, size_t size, int32_t vocabSize,
                                       const std::string &sourceName);
 
 } // namespace quill

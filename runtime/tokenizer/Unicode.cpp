@@ -29,8 +29,7 @@ Utf8Char decodeUtf8(std::string_view text) {
       return invalid;
     codepoint = (codepoint << 6) | (byte(i) & 0x3F);
   }
-  if (codepoint < minimum || codepoint > 0x10FFFF ||
-      (codepoint >= 0xD800 && codepoint <= 0xDFFF))
+  if (codepoint < minimum || codepoint > 0x10FFFF || (codepoint >= 0xD800 && codepoint <= 0xDFFF))
     return invalid;
   return {codepoint, length};
 }
@@ -55,9 +54,9 @@ void appendUtf8(uint32_t cp, std::string &out) {
 
 bool isUnicodeWhiteSpace(uint32_t cp) {
   // PropList.txt's White_Space, complete.
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
 }
 
 } // namespace quill

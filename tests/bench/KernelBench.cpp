@@ -36,7 +36,8 @@ Fixture makeFixture(const ModelConfig &config, const std::string &name, int thre
   std::string tokenizer = (dir / (name + ".tok")).string();
   std::string artifact = (dir / (name + ".qm")).string();
   Fixture f;
-  if (!writeSyntheticModel(model, config, 0, 7) || !writeSyntheticTokenizer(tokenizer, config.vocabSize))
+  if (!writeSyntheticModel(model, config, 0, 7) ||
+      !writeSyntheticTokenizer(tokenizer, config.vocabSize))
     return f;
   std::string command = std::string(QUILL_BIN_DIR) + "/quill-compile " + model + " --tokenizer " +
                         tokenizer + " -o " + artifact + " --prefill-chunk 64";
@@ -106,8 +107,8 @@ Fixture &layer110m(int threads) {
 // Decode: the fused gate/up projection with SwiGLU (4096 x 768 weights) and
 // the classifier (32000 x 768), bound by memory bandwidth.
 void BM_MatVecGateUp(benchmark::State &state) {
-  runKernel(state, layer110m(threadsArg(state)), false, "linear_768_4096x768", 0,
-            4096.0 * 768 * 4, 2.0 * 4096 * 768);
+  runKernel(state, layer110m(threadsArg(state)), false, "linear_768_4096x768", 0, 4096.0 * 768 * 4,
+            2.0 * 4096 * 768);
 }
 void BM_MatVecLogits(benchmark::State &state) {
   runKernel(state, layer110m(threadsArg(state)), false, "logits_768_32000x768", 0,
@@ -125,8 +126,7 @@ void BM_Attention(benchmark::State &state) {
             2.0 * context * 768 * 4, 4.0 * context * 768);
 }
 void BM_RMSNorm(benchmark::State &state) {
-  runKernel(state, layer110m(threadsArg(state)), false, "rmsnorm_768", 0, 2.0 * 768 * 4,
-            3.0 * 768);
+  runKernel(state, layer110m(threadsArg(state)), false, "rmsnorm_768", 0, 2.0 * 768 * 4, 3.0 * 768);
 }
 
 BENCHMARK(BM_MatVecGateUp)->Arg(1)->Arg(2)->UseRealTime();

@@ -29,8 +29,7 @@ std::vector<float> normalLogits(int32_t n, float sigma, uint64_t seed) {
   for (float &logit : logits) {
     float u1 = (static_cast<float>(rng.nextU32() >> 8) + 1.0f) / 16777217.0f;
     float u2 = rng.nextFloat();
-    logit = sigma * std::sqrt(-2.0f * std::log(u1)) *
-            std::cos(6.2831853f * u2);
+    logit = sigma * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
   }
   return logits;
 }
@@ -88,8 +87,7 @@ void sampleOneToken(benchmark::State &state, Chain which) {
     benchmark::DoNotOptimize(chain.sample(logits.data(), vocab));
   state.SetLabel(chain.describe());
   state.counters["tokens/s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void vocabularies(benchmark::internal::Benchmark *b) {
@@ -104,10 +102,8 @@ void vocabularies(benchmark::internal::Benchmark *b) {
 
 BENCHMARK_CAPTURE(sampleOneToken, greedy, Greedy)->Apply(vocabularies);
 BENCHMARK_CAPTURE(sampleOneToken, default_top_p, Default)->Apply(vocabularies);
-BENCHMARK_CAPTURE(sampleOneToken, penalties_top_p_min_p, PenaltiesTopPMinP)
-    ->Apply(vocabularies);
+BENCHMARK_CAPTURE(sampleOneToken, penalties_top_p_min_p, PenaltiesTopPMinP)->Apply(vocabularies);
 BENCHMARK_CAPTURE(sampleOneToken, every_pass, Everything)->Apply(vocabularies);
-BENCHMARK_CAPTURE(sampleOneToken, with_logprobs_5, WithLogprobs)
-    ->Apply(vocabularies);
+BENCHMARK_CAPTURE(sampleOneToken, with_logprobs_5, WithLogprobs)->Apply(vocabularies);
 
 BENCHMARK_MAIN();

@@ -159,9 +159,9 @@ TEST(BadInput, QuillCompileRejectsBrokenModels) {
   std::string out = " -o " + quote(tempDir() + "/x.qm");
   expectCleanFailure(run(compileTool() + quote(truncated) + " --tokenizer " + tok + out),
                      "expected");
-  expectCleanFailure(run(compileTool() + quote(tempDir() + "/missing.bin") + " --tokenizer " +
-                         tok + out),
-                     "missing.bin");
+  expectCleanFailure(
+      run(compileTool() + quote(tempDir() + "/missing.bin") + " --tokenizer " + tok + out),
+      "missing.bin");
   expectCleanFailure(run(compileTool() + quote(model) + out), "--tokenizer");
   expectCleanFailure(run(compileTool() + quote(model) + " --tokenizer " + quote(truncated) + out),
                      "truncated.bin");

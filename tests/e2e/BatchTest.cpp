@@ -31,7 +31,8 @@ Tokenizer tokenizerOf(const LoadedArtifact &loaded) {
 std::vector<ErrorOr<GenerationResult>> runBatch(LoadedArtifact &loaded, const Tokenizer &tokenizer,
                                                 const std::vector<GenerationRequest> &requests,
                                                 int32_t maxSequences, const SamplingParams &params,
-                                                uint64_t budgetMB = 0, BatchStats *stats = nullptr) {
+                                                uint64_t budgetMB = 0,
+                                                BatchStats *stats = nullptr) {
   const ModelConfig &config = loaded.artifact->config();
   auto cache = createPagedCache(*loaded.device, config, budgetMB << 20, maxSequences);
   EXPECT_TRUE(cache.isOk()) << cache.message();
@@ -39,9 +40,10 @@ std::vector<ErrorOr<GenerationResult>> runBatch(LoadedArtifact &loaded, const To
     return {};
   BatchOptions options;
   options.maxSequences = maxSequences;
-  BatchScheduler scheduler(*loaded.device, **cache, tokenizer, config,
-                           [&](size_t, int32_t) { return SamplerChain::fromParams(params, loaded.arena.get()); },
-                           options);
+  BatchScheduler scheduler(
+      *loaded.device, **cache, tokenizer, config,
+      [&](size_t, int32_t) { return SamplerChain::fromParams(params, loaded.arena.get()); },
+      options);
   return scheduler.run(requests, stats);
 }
 
@@ -57,8 +59,8 @@ LoadedArtifact loadStories(const std::string &name, int threads) {
 
 /// 32 different prompts: story openings of varied lengths.
 std::vector<std::string> storyPrompts(int count) {
-  const char *starts[] = {"Once upon a time", "The little dog", "Lily and Tom", "One day",
-                          "The sun was", "A big red ball", "Tim wanted to", "There was a cat"};
+  const char *starts[] = {"Once upon a time", "The little dog", "Lily and Tom",  "One day",
+                          "The sun was",      "A big red ball", "Tim wanted to", "There was a cat"};
   const char *ends[] = {"", " who", " went to the park", " was happy", ", and"};
   std::vector<std::string> prompts;
   for (int i = 0; i < count; ++i)
@@ -106,8 +108,8 @@ TEST(BatchStep, LogitsThroughScatteredBlockTablesMatchTheReference) {
   c.dim = 96, c.hiddenDim = 200, c.nLayers = 2, c.nHeads = 6, c.nKvHeads = 2;
   c.vocabSize = 300, c.seqLen = 96, c.sharedClassifier = false;
   std::string model = synthesizeModel(c, "paged");
-  std::string artifact = compileArtifact(model, syntheticTokenizer(300), "paged",
-                                         "--batch-rows 8 --kv-block-size 4");
+  std::string artifact =
+      compileArtifact(model, syntheticTokenizer(300), "paged", "--batch-rows 8 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
   LoadedArtifact loaded = load(artifact, 2);
   ASSERT_TRUE(loaded.device);
@@ -310,8 +312,9 @@ TEST(BatchScheduler, ARequestThatCanNeverFitFailsAloneNamingTheBudget) {
   ASSERT_TRUE(loaded.device->attachPagedCache(**cache).isOk());
   SamplingParams greedy;
   greedy.temperature = 0;
-  BatchScheduler scheduler(*loaded.device, **cache, tokenizer, config,
-                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, nullptr); });
+  BatchScheduler scheduler(*loaded.device, **cache, tokenizer, config, [&](size_t, int32_t) {
+    return SamplerChain::fromParams(greedy, nullptr);
+  });
   std::vector<GenerationRequest> requests = {{"Once", 20, {}}, {"Once", 400, {}}, {"The", 20, {}}};
   auto results = scheduler.run(requests);
   ASSERT_EQ(results.size(), 3u);

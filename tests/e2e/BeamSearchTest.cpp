@@ -27,8 +27,9 @@ Loaded loadWithTokenizer(const std::string &path, int threads) {
   if (!l.artifact.device)
     return l;
   const ModelConfig &config = l.artifact.artifact->config();
-  auto tokenizer = Tokenizer::fromBytes(l.artifact.artifact->tokenizerData(),
-                                        l.artifact.artifact->tokenizerSize(), config.vocabSize, "t");
+  auto tokenizer =
+      Tokenizer::fromBytes(l.artifact.artifact->tokenizerData(),
+                           l.artifact.artifact->tokenizerSize(), config.vocabSize, "t");
   EXPECT_TRUE(tokenizer.isOk()) << tokenizer.message();
   if (tokenizer)
     l.tokenizer.emplace(tokenizer.take());
@@ -113,9 +114,9 @@ TEST(BeamSearchRun, BeamsNextToOtherRequestsInATightBatch) {
   ASSERT_TRUE(cache.isOk());
   BatchOptions options;
   options.maxSequences = 4;
-  BatchScheduler scheduler(*l.artifact.device, **cache, *l.tokenizer, config,
-                           [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, nullptr); },
-                           options);
+  BatchScheduler scheduler(
+      *l.artifact.device, **cache, *l.tokenizer, config,
+      [&](size_t, int32_t) { return SamplerChain::fromParams(greedy, nullptr); }, options);
   BatchStats stats;
   auto results = scheduler.run(requests, &stats);
   ASSERT_EQ(results.size(), requests.size());
@@ -237,7 +238,8 @@ TEST(BeamSearchRun, EightBeamsOver64StepsShareTheirKVBlocks) {
   GenerationRequest request{"Once upon a time, there was a little girl named Lily. She loved to "
                             "play outside in the park. One day, she saw a big tree with a swing. "
                             "She wanted to play on the swing, but her mom said",
-                            64, {}};
+                            64,
+                            {}};
   request.ignoreEos = true; // 64 steps for every beam.
   BatchStats one, eight;
   auto single = runOne(l, request, greedy, &one);

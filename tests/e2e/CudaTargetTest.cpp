@@ -25,7 +25,8 @@ std::set<std::string> namesAfter(const std::string &text, const std::string &pre
   std::set<std::string> names;
   for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
     size_t start = at + prefix.size(), end = start;
-    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+    while (end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
       ++end;
     names.insert(text.substr(start, end - start));
   }
@@ -50,8 +51,7 @@ void expectPtxForEveryKernel(const std::string &model, const std::string &name,
   // under CUDA's 512 KiB of local memory (the whole range's would be MiBs).
   long largest = 0;
   const std::string depot = "__local_depot";
-  for (size_t at = ptx.out.find(depot); at != std::string::npos;
-       at = ptx.out.find(depot, at + 1)) {
+  for (size_t at = ptx.out.find(depot); at != std::string::npos; at = ptx.out.find(depot, at + 1)) {
     size_t open = ptx.out.find('[', at), newline = ptx.out.find('\n', at);
     if (open < newline)
       largest = std::max(largest, std::stol(ptx.out.substr(open + 1)));
@@ -157,8 +157,8 @@ TEST(CudaTarget, QuillRunDeviceCudaRefusesACpuArtifactInOneLine) {
   ModelConfig c;
   c.dim = 32, c.hiddenDim = 64, c.nLayers = 1, c.nHeads = 2, c.nKvHeads = 2;
   c.vocabSize = 300, c.seqLen = 16;
-  std::string artifact = compileArtifact(synthesizeModel(c, "cuda-cli"), syntheticTokenizer(300),
-                                         "cuda-cli");
+  std::string artifact =
+      compileArtifact(synthesizeModel(c, "cuda-cli"), syntheticTokenizer(300), "cuda-cli");
   ASSERT_FALSE(artifact.empty());
   CommandResult r = run(quote(tool("quill-run")) + " " + quote(artifact) + " --device cuda -n 4");
   expectOneLineFailure(r, "quill-run: --device cuda: ");
@@ -216,13 +216,12 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
   EXPECT_NE(named.err.find(": unspecified launch failure\n"), std::string::npos) << named.err;
   EXPECT_EQ(mockReport(named.err).live, 0u) << named.err;
 
-  CommandResult graphsOnCpu = run(quote(tool("quill-run")) + " " + quote(path) +
-                                  " --no-cuda-graphs -n 4");
+  CommandResult graphsOnCpu =
+      run(quote(tool("quill-run")) + " " + quote(path) + " --no-cuda-graphs -n 4");
   EXPECT_NE(graphsOnCpu.exitCode, 0);
   EXPECT_EQ(graphsOnCpu.err, "quill-run: --no-cuda-graphs is for --device cuda\n");
 
-  CommandResult beams =
-      run(withMockDriver() + quote(path) + " --device cuda --beams 2 -n 4");
+  CommandResult beams = run(withMockDriver() + quote(path) + " --device cuda --beams 2 -n 4");
   EXPECT_NE(beams.exitCode, 0);
   EXPECT_EQ(beams.err.rfind("quill-run: --device cuda runs one sequence", 0), 0u) << beams.err;
 }
@@ -236,9 +235,9 @@ TEST_F(CudaArtifact, RuntimeDrivesTheDriverAsThePtxDeclares) {
   const int steps = 8;
   uint64_t launches[2] = {0, 0};
   for (bool graphs : {true, false}) {
-    CommandResult r = run(withMockDriver() + quote(path) + " --device cuda --temp 0 -n " +
-                          std::to_string(steps) + " --verbose" +
-                          (graphs ? "" : " --no-cuda-graphs"));
+    CommandResult r =
+        run(withMockDriver() + quote(path) + " --device cuda --temp 0 -n " + std::to_string(steps) +
+            " --verbose" + (graphs ? "" : " --no-cuda-graphs"));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.err.find("device: cuda, Quill mock GPU"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(graphs ? "replayed as one CUDA graph" : "launched one by one"),
@@ -280,7 +279,7 @@ TEST_F(CudaArtifact, BenchReportsTheDevicesOwnBandwidth) {
       why = "no GPU: " + gpu.message();                                                            \
     if (!why.empty()) {                                                                            \
       const char *required = std::getenv("QUILL_REQUIRE_GPU");                                     \
-      if (required && std::string(required) == "1")                                               \
+      if (required && std::string(required) == "1")                                                \
         FAIL() << why;                                                                             \
       GTEST_SKIP() << why;                                                                         \
     }                                                                                              \
@@ -305,8 +304,8 @@ TEST(CudaOnGpu, Greedy200TokensFromBosMatchLlama2c) {
 /// steps; every logit of every step within 1e-3 of the CPU's (absolute, on
 /// logits of magnitude ~10: the GPU's fast exp/rsqrt approximations and
 /// reduction orders differ from the CPU's). Graphs replay every step.
-void expectGpuMatchesCpu(const std::string &gpuPath, const std::string &cpuPath,
-                         int prefillChunks, int steps) {
+void expectGpuMatchesCpu(const std::string &gpuPath, const std::string &cpuPath, int prefillChunks,
+                         int steps) {
   LoadedArtifact cpu = load(cpuPath, 1);
   ASSERT_TRUE(cpu.device);
   auto gpuArtifact = Artifact::open(gpuPath);
@@ -379,7 +378,7 @@ std::string storiesCpuArtifact() {
 }
 
 /// stories260K on the GPU against the CPU (skips without a GPU or ../shared).
-#define EXPECT_STORIES_GPU_MATCHES_CPU(prefillChunks, steps)                                      \
+#define EXPECT_STORIES_GPU_MATCHES_CPU(prefillChunks, steps)                                       \
   do {                                                                                             \
     REQUIRE_GPU();                                                                                 \
     std::string gpuPath = storiesCudaArtifact();                                                   \

@@ -25,8 +25,7 @@ TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
     int token = (pos * 977 + 1) % c.vocabSize;
     one.device->step(token, pos);
     two.device->step(token, pos);
-    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(),
-                          sizeof(float) * c.vocabSize),
+    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
               0)
         << "position " << pos;
   }
@@ -47,8 +46,7 @@ TEST(Determinism, FlashDecodingMergesInAFixedOrder) {
     int token = (pos * 37 + 1) % c.vocabSize;
     one.device->step(token, pos);
     two.device->step(token, pos);
-    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(),
-                          sizeof(float) * c.vocabSize),
+    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
               0)
         << "position " << pos;
   }
@@ -58,8 +56,8 @@ TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
   ModelConfig c;
   c.dim = 512, c.hiddenDim = 1376, c.nLayers = 2, c.nHeads = 8, c.nKvHeads = 4;
   c.vocabSize = 4096, c.seqLen = 64, c.sharedClassifier = false;
-  std::string artifact = compileArtifact(synthesizeModel(c, "det-prefill"),
-                                         syntheticTokenizer(4096), "det-prefill");
+  std::string artifact =
+      compileArtifact(synthesizeModel(c, "det-prefill"), syntheticTokenizer(4096), "det-prefill");
   ASSERT_FALSE(artifact.empty());
   LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
   ASSERT_TRUE(one.device && two.device);

@@ -39,8 +39,8 @@ TEST_P(GoldenText, Greedy200TokensFromBosMatchLlama2c) {
   EXPECT_EQ(result->text, readFile(expected));
 
   // Through the quill-run tool: the same text, then a newline.
-  CommandResult r = run(quote(tool("quill-run")) + " " + quote(artifactPath) +
-                        " -n 200 --temp 0 --threads 1");
+  CommandResult r =
+      run(quote(tool("quill-run")) + " " + quote(artifactPath) + " -n 200 --temp 0 --threads 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out, readFile(expected) + "\n");
   EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;

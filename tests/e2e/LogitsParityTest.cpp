@@ -144,8 +144,8 @@ TEST(LogitsParity, GroupedQueryAttentionOddWidthsSeparateClassifier) {
 
 TEST(LogitsParity, MultiHeadSharedClassifierVersion1) {
   ModelConfig c = shape(96, 250, 3, 6, 6, 600, 48, true);
-  expectParity(synthesizeModel(c, "mha-v1", /*formatVersion=*/1), syntheticTokenizer(600),
-               "mha-v1", 48, 1);
+  expectParity(synthesizeModel(c, "mha-v1", /*formatVersion=*/1), syntheticTokenizer(600), "mha-v1",
+               48, 1);
 }
 
 TEST(LogitsParity, LargeEnoughToSplitAcrossThreads) {

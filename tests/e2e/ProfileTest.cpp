@@ -69,8 +69,8 @@ TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
   ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
-  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
-                        " -n 8 --temp 0 --threads 1 --profile");
+  CommandResult r =
+      run(quote(tool("quill-run")) + " " + quote(path) + " -n 8 --temp 0 --threads 1 --profile");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   expectWholeSteps(*artifact, parseProfile(r.err), 8);
 }
@@ -79,8 +79,8 @@ TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
   std::string model = sharedModel("stories260K/stories260K.bin");
   if (model.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"),
-                                     "profile-cuda", "--target=cuda");
+  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "profile-cuda",
+                                     "--target=cuda");
   ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();

@@ -101,15 +101,14 @@ ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {
   c.vocabSize = p[5];
   c.seqLen = p[6];
   c.sharedClassifier = shared;
-  if (c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 ||
-      c.headDim() % 2 != 0)
+  if (c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 || c.headDim() % 2 != 0)
     return Status::error(path + ": inconsistent head counts");
 
   // Lay the weights out in file order; 128-bit sizes cannot overflow with
   // fields capped at 2^24.
   using Wide = unsigned __int128;
-  const Wide dim = c.dim, hidden = c.hiddenDim, layers = c.nLayers,
-             vocab = c.vocabSize, kvDim = Wide(c.kvDim());
+  const Wide dim = c.dim, hidden = c.hiddenDim, layers = c.nLayers, vocab = c.vocabSize,
+             kvDim = Wide(c.kvDim());
   Wide cursor = 0;
   auto take = [&](Wide count) {
     Wide start = cursor;
@@ -152,8 +151,8 @@ ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {
     return Status::error(path + ": file size does not match its header");
   m.weights_.resize(size_t(cursor));
   std::fseek(file.get(), headerBytes, SEEK_SET);
-  if (std::fread(m.weights_.data(), sizeof(float), m.weights_.size(),
-                 file.get()) != m.weights_.size())
+  if (std::fread(m.weights_.data(), sizeof(float), m.weights_.size(), file.get()) !=
+      m.weights_.size())
     return Status::error(path + ": short read");
 
   size_t cacheFloats = size_t(c.nLayers) * c.seqLen * c.kvDim();
@@ -176,8 +175,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
   std::vector<float> hb(hiddenDim), hb2(hiddenDim), att(p.seqLen);
 
   // The residual stream starts as the token's embedding row.
-  std::memcpy(x.data(), at(off_.tokenEmbedding) + size_t(token) * dim,
-              dim * sizeof(float));
+  std::memcpy(x.data(), at(off_.tokenEmbedding) + size_t(token) * dim, dim * sizeof(float));
 
   for (int l = 0; l < p.nLayers; l++) {
     // Attention rmsnorm.
@@ -213,8 +211,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     for (int h = 0; h < p.nHeads; h++) {
       const float *qh = q.data() + h * headSize;
       for (int t = 0; t <= pos; t++) {
-        const float *kt = keyCache_.data() + loff + size_t(t) * kvDim +
-                          (h / kvMul) * headSize;
+        const float *kt = keyCache_.data() + loff + size_t(t) * kvDim + (h / kvMul) * headSize;
         float score = 0.0f;
         for (int i = 0; i < headSize; i++)
           score += qh[i] * kt[i];
@@ -226,8 +223,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
       float *xbh = xb.data() + h * headSize;
       std::memset(xbh, 0, headSize * sizeof(float));
       for (int t = 0; t <= pos; t++) {
-        const float *vt = valueCache_.data() + loff + size_t(t) * kvDim +
-                          (h / kvMul) * headSize;
+        const float *vt = valueCache_.data() + loff + size_t(t) * kvDim + (h / kvMul) * headSize;
         float a = att[t];
         for (int i = 0; i < headSize; i++)
           xbh[i] += a * vt[i];
@@ -235,8 +231,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     }
 
     // Output projection, then the residual connection.
-    matmul(xb2.data(), xb.data(), at(off_.wo) + size_t(l) * dim * dim, dim,
-           dim);
+    matmul(xb2.data(), xb.data(), at(off_.wo) + size_t(l) * dim * dim, dim, dim);
     for (int i = 0; i < dim; i++)
       x[i] += xb2[i];
 
@@ -244,18 +239,15 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     rmsnorm(xb.data(), x.data(), at(off_.rmsFfn) + size_t(l) * dim, dim);
 
     // SwiGLU: w2(silu(w1 x) * (w3 x)).
-    matmul(hb.data(), xb.data(), at(off_.w1) + size_t(l) * dim * hiddenDim, dim,
-           hiddenDim);
-    matmul(hb2.data(), xb.data(), at(off_.w3) + size_t(l) * dim * hiddenDim,
-           dim, hiddenDim);
+    matmul(hb.data(), xb.data(), at(off_.w1) + size_t(l) * dim * hiddenDim, dim, hiddenDim);
+    matmul(hb2.data(), xb.data(), at(off_.w3) + size_t(l) * dim * hiddenDim, dim, hiddenDim);
     for (int i = 0; i < hiddenDim; i++) {
       float val = hb[i];
       val *= (1.0f / (1.0f + expf(-val))); // silu(x) = x * sigmoid(x)
       val *= hb2[i];
       hb[i] = val;
     }
-    matmul(xb.data(), hb.data(), at(off_.w2) + size_t(l) * dim * hiddenDim,
-           hiddenDim, dim);
+    matmul(xb.data(), hb.data(), at(off_.w2) + size_t(l) * dim * hiddenDim, hiddenDim, dim);
 
     // Residual connection.
     for (int i = 0; i < dim; i++)

@@ -156,8 +156,7 @@ TEST(SamplingFlags, LogprobsAreInTheJsonOnlyWhenAsked) {
   // One record per token, three alternatives each; greedy picks the first.
   EXPECT_EQ(countOf(raw.out, "\"top\":["), 20u);
   EXPECT_EQ(countOf(raw.out, "{\"token\":"), 20u * 4);
-  std::string first = "\"logprobs\":[{\"token\":" + std::to_string(tokens[0]) +
-                      ",\"logprob\":";
+  std::string first = "\"logprobs\":[{\"token\":" + std::to_string(tokens[0]) + ",\"logprob\":";
   size_t at = raw.out.find(first);
   ASSERT_NE(at, std::string::npos) << raw.out;
   double logprob = std::strtod(raw.out.c_str() + at + first.size(), nullptr);
@@ -240,8 +239,7 @@ TEST(SamplingFlags, BiasAndPenaltiesSteerGreedyText) {
   std::vector<int32_t> unique = jsonInts(fresh.out, "tokens");
   std::vector<int32_t> sorted = unique;
   std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
-      << fresh.out;
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << fresh.out;
 }
 
 } // namespace

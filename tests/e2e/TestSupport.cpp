@@ -64,8 +64,8 @@ std::string readFile(const std::string &path) {
 
 CommandResult run(const std::string &commandLine) {
   static int counter = 0;
-  std::string errPath = tempDir() + "/stderr-" + std::to_string(getpid()) + "-" +
-                        std::to_string(counter++);
+  std::string errPath =
+      tempDir() + "/stderr-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   std::string full = commandLine + " 2>" + quote(errPath) + " </dev/null";
   CommandResult result;
   FILE *pipe = popen(full.c_str(), "r");
@@ -90,8 +90,8 @@ std::string compileArtifact(const std::string &model, const std::string &tokeniz
   return r.exitCode == 0 ? out : "";
 }
 
-std::string synthesizeModel(const ModelConfig &config, const std::string &name,
-                            int formatVersion, uint64_t seed, float queryKeyGain) {
+std::string synthesizeModel(const ModelConfig &config, const std::string &name, int formatVersion,
+                            uint64_t seed, float queryKeyGain) {
   std::string path = tempDir() + "/" + name + ".bin";
   Status s = writeSyntheticModel(path, config, formatVersion, seed, /*period=*/0, queryKeyGain);
   EXPECT_TRUE(s.isOk()) << s.message();

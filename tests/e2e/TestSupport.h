@@ -31,8 +31,7 @@ std::string compileArtifact(const std::string &model, const std::string &tokeniz
 /// Writes a synthetic llama2.c model of `config` and returns its path
 /// (`queryKeyGain`: see fillSyntheticTensor).
 std::string synthesizeModel(const ModelConfig &config, const std::string &name,
-                            int formatVersion = 0, uint64_t seed = 7,
-                            float queryKeyGain = 1.0f);
+                            int formatVersion = 0, uint64_t seed = 7, float queryKeyGain = 1.0f);
 /// A llama2.c tokenizer.bin of `vocabSize` tokens (byte tokens and letters)
 /// for synthetic models; written once per size.
 std::string syntheticTokenizer(int vocabSize);

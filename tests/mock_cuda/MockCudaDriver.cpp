@@ -31,8 +31,7 @@ namespace {
 using Result = int;
 using DevicePtr = unsigned long long;
 constexpr Result kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
-                 kInvalidContext = 201, kInvalidPtx = 218, kNotFound = 500,
-                 kLaunchFailed = 719;
+                 kInvalidContext = 201, kInvalidPtx = 218, kNotFound = 500, kLaunchFailed = 719;
 /// The stand-in device's memory: 256 MiB unless MOCK_CUDA_MEMORY_MB says
 /// otherwise; small, so the bandwidth probe stays cheap.
 uint64_t memoryBytes() {
@@ -96,7 +95,8 @@ struct State {
                    "allocations, %llu failed calls\n",
                    (unsigned long long)launches, (unsigned long long)toDevice,
                    (unsigned long long)fromDevice,
-                   allocations.size() + streams.size() + graphs.size() + execs.size() + events.size(),
+                   allocations.size() + streams.size() + graphs.size() + execs.size() +
+                       events.size(),
                    (unsigned long long)failures);
   }
 };
@@ -166,14 +166,30 @@ Result cuInit(unsigned flags) {
 
 Result cuGetErrorString(Result error, const char **message) {
   switch (error) {
-  case kNoDevice: *message = "no CUDA-capable device is detected"; break;
-  case kInvalidValue: *message = "invalid argument"; break;
-  case kOutOfMemory: *message = "out of memory"; break;
-  case kInvalidPtx: *message = "a PTX JIT compilation failed"; break;
-  case kInvalidContext: *message = "invalid device context"; break;
-  case kLaunchFailed: *message = "unspecified launch failure"; break;
-  case kNotFound: *message = "named symbol not found"; break;
-  default: *message = "unknown error"; break;
+  case kNoDevice:
+    *message = "no CUDA-capable device is detected";
+    break;
+  case kInvalidValue:
+    *message = "invalid argument";
+    break;
+  case kOutOfMemory:
+    *message = "out of memory";
+    break;
+  case kInvalidPtx:
+    *message = "a PTX JIT compilation failed";
+    break;
+  case kInvalidContext:
+    *message = "invalid device context";
+    break;
+  case kLaunchFailed:
+    *message = "unspecified launch failure";
+    break;
+  case kNotFound:
+    *message = "named symbol not found";
+    break;
+  default:
+    *message = "unknown error";
+    break;
   }
   return kSuccess;
 }
@@ -233,9 +249,14 @@ Result cuFuncGetAttribute(int *value, int attribute, void *function) {
   if (!entry)
     return kInvalidValue;
   switch (attribute) {
-  case 0: *value = 1024; return kSuccess; // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  case 3: *value = entry->localBytes; return kSuccess; // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
-  default: return kInvalidValue;
+  case 0:
+    *value = 1024;
+    return kSuccess; // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  case 3:
+    *value = entry->localBytes;
+    return kSuccess; // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+  default:
+    return kInvalidValue;
   }
 }
 

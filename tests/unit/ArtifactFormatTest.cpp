@@ -29,7 +29,8 @@ Schedule tinySchedule() {
   s.logits = {MemorySpace::Scratch, 64, 16};
   s.kernels = {"k0", "k1"};
   s.dispatches.push_back({0, 1, 1, {{MemorySpace::Weights, 0, 64}, {MemorySpace::Scratch, 0, 32}}});
-  s.dispatches.push_back({1, 8, 4, {{MemorySpace::KVCache, 0, 256}, {MemorySpace::Scratch, 64, 16}}});
+  s.dispatches.push_back(
+      {1, 8, 4, {{MemorySpace::KVCache, 0, 256}, {MemorySpace::Scratch, 64, 16}}});
   return s;
 }
 

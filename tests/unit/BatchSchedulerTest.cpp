@@ -166,9 +166,8 @@ TEST(BatchSchedulerRun, ASmallBudgetMakesRequestsWaitAndEveryOneFinishes) {
 }
 
 TEST(BatchSchedulerRun, SampledTokensDoNotDependOnTheNeighbours) {
-  std::vector<GenerationRequest> requests = {request(letters("abc"), 12),
-                                             request(letters("abcdefg"), 12),
-                                             request(letters("xy"), 12)};
+  std::vector<GenerationRequest> requests = {
+      request(letters("abc"), 12), request(letters("abcdefg"), 12), request(letters("xy"), 12)};
   std::vector<uint64_t> seeds = {11, 22, 33};
   Harness together(4);
   BatchOptions options;

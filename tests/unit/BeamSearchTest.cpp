@@ -145,11 +145,8 @@ TEST(BeamSearch, LengthPenaltyTradesProbabilityForLength) {
   // one does (its logprob is divided by 9, the short one's by 1).
   const float big = 20;
   std::map<std::vector<int32_t>, std::vector<float>> table = {
-      {{}, {1.0f, 0.0f, -big}},
-      {{0}, {-big, -big, big}},
-      {{1}, {big, -big, -big}},
-      {{1, 0}, {big, -big, -big}},
-      {{1, 0, 0}, {-big, -big, big}},
+      {{}, {1.0f, 0.0f, -big}},    {{0}, {-big, -big, big}},       {{1}, {big, -big, -big}},
+      {{1, 0}, {big, -big, -big}}, {{1, 0, 0}, {-big, -big, big}},
   };
   Model model = tableModel(table, 3);
   BeamSearchOptions options;
@@ -170,11 +167,8 @@ TEST(BeamSearch, EarlyStoppingEndsOnceEveryBeamHasAHypothesis) {
   // token ranks first and second... here: [0]+end and [1]+end end at step 2.
   const float big = 20;
   std::map<std::vector<int32_t>, std::vector<float>> table = {
-      {{}, {2.0f, 1.0f, -big}},
-      {{0}, {-big, 0.0f, big}},
-      {{1}, {-big, 0.0f, big}},
-      {{0, 1}, {-big, -big, big}},
-      {{1, 1}, {-big, -big, big}},
+      {{}, {2.0f, 1.0f, -big}},    {{0}, {-big, 0.0f, big}},    {{1}, {-big, 0.0f, big}},
+      {{0, 1}, {-big, -big, big}}, {{1, 1}, {-big, -big, big}},
   };
   Model model = tableModel(table, 3);
   BeamSearchOptions options;

@@ -15,26 +15,25 @@ namespace {
 using Ids = std::vector<int32_t>;
 
 // Ids 0..255 are the single bytes; merges make these, in rank order.
-constexpr int32_t kHe = 256, kLl = 257, kHell = 258, kHello = 259, kSpW = 260,
-                  kOr = 261, kSpWor = 262, kLd = 263, kSpWorld = 264,
-                  kEnd = 265, kBos = 266, kEl = 267, kHlo = 268;
+constexpr int32_t kHe = 256, kLl = 257, kHell = 258, kHello = 259, kSpW = 260, kOr = 261,
+                  kSpWor = 262, kLd = 263, kSpWorld = 264, kEnd = 265, kBos = 266, kEl = 267,
+                  kHlo = 268;
 
 TokenizerData byteLevelVocab(uint32_t flags = 0) {
   TokenizerData d;
   d.kind = TokenizerKind::ByteLevelBpe;
   for (int b = 0; b < 256; ++b)
     d.pieces.push_back(std::string(1, char(b)));
-  for (const char *p : {"he", "ll", "hell", "hello", " w", "or", " wor", "ld",
-                        " world", "<|end|>", "<|bos|>", "el", "hlo"})
+  for (const char *p : {"he", "ll", "hell", "hello", " w", "or", " wor", "ld", " world", "<|end|>",
+                        "<|bos|>", "el", "hlo"})
     d.pieces.push_back(p);
   d.scores.assign(d.pieces.size(), 0.0f);
   d.types.assign(d.pieces.size(), TokenType::Normal);
   d.types[kEnd] = d.types[kBos] = TokenType::Control;
   auto id = [](char c) { return int32_t(uint8_t(c)); };
-  d.merges = {{id('h'), id('e')}, {id('l'), id('l')}, {kHe, kLl},
-              {kHell, id('o')},   {id(' '), id('w')}, {id('o'), id('r')},
-              {kSpW, kOr},        {id('l'), id('d')}, {kSpWor, kLd},
-              {id('e'), id('l')}};
+  d.merges = {{id('h'), id('e')}, {id('l'), id('l')}, {kHe, kLl},  {kHell, id('o')},
+              {id(' '), id('w')}, {id('o'), id('r')}, {kSpW, kOr}, {id('l'), id('d')},
+              {kSpWor, kLd},      {id('e'), id('l')}};
   d.bosId = kBos;
   d.eosId = kEnd;
   d.flags = flags;
@@ -44,8 +43,7 @@ TokenizerData byteLevelVocab(uint32_t flags = 0) {
 
 Tokenizer load(const TokenizerData &data) {
   std::vector<uint8_t> bytes = serializeTokenizer(data);
-  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(),
-                                  int32_t(data.pieces.size()), "test");
+  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), int32_t(data.pieces.size()), "test");
   EXPECT_TRUE(tok.isOk()) << tok.message();
   return tok.take();
 }
@@ -76,8 +74,7 @@ TEST(ByteLevelBpe, MergesByRankInsideWords) {
   EXPECT_EQ(tok.kind(), TokenizerKind::ByteLevelBpe);
   // "hello": he, ll, hell, hello. " world": " w", or, " wor", ld, " world".
   EXPECT_EQ(tok.encode("hello world", false, false), Ids({kHello, kSpWorld}));
-  EXPECT_EQ(tok.encode("hello world", true, true),
-            Ids({kBos, kHello, kSpWorld, kEnd}));
+  EXPECT_EQ(tok.encode("hello world", true, true), Ids({kBos, kHello, kSpWorld, kEnd}));
   // (h,e) has rank 0 and (e,l) rank 9: "he" wins, and "he"+"l" is no merge.
   EXPECT_EQ(tok.encode("hel", false, false), Ids({kHe, 'l'}));
   EXPECT_EQ(tok.encode("helo", false, false), Ids({kHe, 'l', 'o'}));
@@ -91,8 +88,7 @@ TEST(ByteLevelBpe, MergesByRankInsideWords) {
 
 TEST(ByteLevelBpe, AddedTokensAreCutOutFirst) {
   Tokenizer tok = load(byteLevelVocab());
-  EXPECT_EQ(tok.encode("hello<|end|>hello", false, false),
-            Ids({kHello, kEnd, kHello}));
+  EXPECT_EQ(tok.encode("hello<|end|>hello", false, false), Ids({kHello, kEnd, kHello}));
   EXPECT_EQ(tok.encode("<|end|><|bos|>", false, false), Ids({kEnd, kBos}));
   EXPECT_EQ(tok.encode("<|en", false, false), Ids({'<', '|', 'e', 'n'}));
 }
@@ -122,8 +118,7 @@ TEST(ByteLevelBpe, MergeToAMissingPieceIsRejected) {
   d.merges.push_back({'x', 'y'}); // "xy" is not in the vocabulary.
   auto tok = Tokenizer::fromData(d, "bad");
   ASSERT_FALSE(tok.isOk());
-  EXPECT_NE(tok.message().find("bad: merge 10"), std::string::npos)
-      << tok.message();
+  EXPECT_NE(tok.message().find("bad: merge 10"), std::string::npos) << tok.message();
 }
 
 TEST(TokenizerFormat, VersionedRoundTrip) {
@@ -132,8 +127,7 @@ TEST(TokenizerFormat, VersionedRoundTrip) {
   std::vector<uint8_t> bytes = serializeTokenizer(d);
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "QUILLTOK");
-  auto back =
-      parseTokenizer(bytes.data(), bytes.size(), int32_t(d.pieces.size()), "t");
+  auto back = parseTokenizer(bytes.data(), bytes.size(), int32_t(d.pieces.size()), "t");
   ASSERT_TRUE(back.isOk()) << back.message();
   EXPECT_EQ(back->pieces, d.pieces);
   EXPECT_EQ(back->merges, d.merges);
@@ -143,8 +137,7 @@ TEST(TokenizerFormat, VersionedRoundTrip) {
   // The vocabulary size must match the model's.
   auto wrong = parseTokenizer(bytes.data(), bytes.size(), 300, "t");
   ASSERT_FALSE(wrong.isOk());
-  EXPECT_NE(wrong.message().find("269 tokens"), std::string::npos)
-      << wrong.message();
+  EXPECT_NE(wrong.message().find("269 tokens"), std::string::npos) << wrong.message();
 }
 
 TEST(TokenizerFormat, SentencePieceWithOtherIdsUsesTheVersionedForm) {
@@ -186,8 +179,7 @@ TEST(TokenizerFormat, BitFlipsNeverCrash) {
     auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 269, "flip");
     if (!tok.isOk())
       continue;
-    for (int32_t id :
-         tok->encode("hello world <|end|> 12\xC3\xA9", true, true)) {
+    for (int32_t id : tok->encode("hello world <|end|> 12\xC3\xA9", true, true)) {
       ASSERT_GE(id, 0);
       ASSERT_LT(id, 269);
       (void)tok->decode(0, id);

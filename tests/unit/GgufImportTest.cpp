@@ -23,9 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string scratch(const std::string &name) {
-  return scratchRoot() + "/gguf-" + name;
-}
+std::string scratch(const std::string &name) { return scratchRoot() + "/gguf-" + name; }
 
 std::string shared(const std::string &relative) {
   fs::path p = fs::path(QUILL_SHARED_DIR) / "models" / relative;
@@ -57,16 +55,15 @@ void addLlamaTokenizer(GgufWriter &w) {
     scores.push_back(0);
     types.push_back(6);
   }
-  for (auto [piece, score] :
-       std::vector<std::pair<std::string, float>>{{"\xE2\x96\x81", -10},
-                                                  {"a", -11},
-                                                  {"b", -12},
-                                                  {"\xE2\x96\x81"
-                                                   "a",
-                                                   -1},
-                                                  {"\xE2\x96\x81"
-                                                   "ab",
-                                                   -2}}) {
+  for (auto [piece, score] : std::vector<std::pair<std::string, float>>{{"\xE2\x96\x81", -10},
+                                                                        {"a", -11},
+                                                                        {"b", -12},
+                                                                        {"\xE2\x96\x81"
+                                                                         "a",
+                                                                         -1},
+                                                                        {"\xE2\x96\x81"
+                                                                         "ab",
+                                                                         -2}}) {
     tokens.push_back(piece);
     scores.push_back(score);
     types.push_back(1);
@@ -87,20 +84,18 @@ struct BuiltGguf {
 
 /// A llama GGUF of `values` with the tokenizer above: matrices and the
 /// embedding as `type`, norms F32.
-BuiltGguf llamaGguf(const ModelConfig &c, const TensorMap &values,
-                    uint32_t type, uint32_t version = 3,
-                    void (*extra)(GgufWriter &) = nullptr) {
+BuiltGguf llamaGguf(const ModelConfig &c, const TensorMap &values, uint32_t type,
+                    uint32_t version = 3, void (*extra)(GgufWriter &) = nullptr) {
   const char *typeName = type == kGgmlF16    ? "F16"
                          : type == kGgmlBF16 ? "BF16"
                          : type == kGgmlQ8_0 ? "Q8_0"
                                              : "F32";
   BuiltGguf built;
-  built.bytes = llamaGgufBytes(c, values, typeName, version, &built.expected,
-                               [&](GgufWriter &w) {
-                                 addLlamaTokenizer(w);
-                                 if (extra)
-                                   extra(w);
-                               });
+  built.bytes = llamaGgufBytes(c, values, typeName, version, &built.expected, [&](GgufWriter &w) {
+    addLlamaTokenizer(w);
+    if (extra)
+      extra(w);
+  });
   return built;
 }
 
@@ -117,24 +112,20 @@ void expectFailure(const std::string &name, const std::vector<uint8_t> &bytes,
                    const std::string &fragment) {
   auto model = openBytes(name, bytes);
   ASSERT_FALSE(model.isOk()) << name;
-  EXPECT_EQ(model.message().rfind(scratch(name) + ": ", 0), 0u)
-      << model.message();
-  EXPECT_NE(model.message().find(fragment), std::string::npos)
-      << model.message();
+  EXPECT_EQ(model.message().rfind(scratch(name) + ": ", 0), 0u) << model.message();
+  EXPECT_NE(model.message().find(fragment), std::string::npos) << model.message();
   EXPECT_EQ(model.message().find('\n'), std::string::npos);
 }
 
 } // namespace
 
-class GgufTensorTypes
-    : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
+class GgufTensorTypes : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
 
 TEST_P(GgufTensorTypes, ValuesComeBackAsStored) {
   auto [type, version] = GetParam();
   ModelConfig c = tinyConfig();
   c.sharedClassifier = false;
-  BuiltGguf built =
-      llamaGguf(c, syntheticTensors(c, 3, identity), type, version);
+  BuiltGguf built = llamaGguf(c, syntheticTensors(c, 3, identity), type, version);
   auto model = openBytes("types.gguf", built.bytes);
   ASSERT_TRUE(model.isOk()) << model.message();
   const ModelConfig &got = (*model)->config();
@@ -155,8 +146,7 @@ TEST_P(GgufTensorTypes, ValuesComeBackAsStored) {
   }
 }
 
-std::string typeCaseName(
-    const ::testing::TestParamInfo<std::pair<uint32_t, uint32_t>> &info) {
+std::string typeCaseName(const ::testing::TestParamInfo<std::pair<uint32_t, uint32_t>> &info) {
   uint32_t type = info.param.first;
   std::string name = type == kGgmlF32    ? "F32"
                      : type == kGgmlF16  ? "F16"
@@ -165,14 +155,12 @@ std::string typeCaseName(
   return name + "_v" + std::to_string(info.param.second);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GgufTensorTypes,
-                         ::testing::Values(std::pair{uint32_t(kGgmlF32), 3u},
-                                           std::pair{uint32_t(kGgmlF16), 3u},
-                                           std::pair{uint32_t(kGgmlF16), 2u},
-                                           std::pair{uint32_t(kGgmlBF16), 3u},
-                                           std::pair{uint32_t(kGgmlQ8_0), 2u},
-                                           std::pair{uint32_t(kGgmlQ8_0), 3u}),
-                         typeCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, GgufTensorTypes,
+    ::testing::Values(std::pair{uint32_t(kGgmlF32), 3u}, std::pair{uint32_t(kGgmlF16), 3u},
+                      std::pair{uint32_t(kGgmlF16), 2u}, std::pair{uint32_t(kGgmlBF16), 3u},
+                      std::pair{uint32_t(kGgmlQ8_0), 2u}, std::pair{uint32_t(kGgmlQ8_0), 3u}),
+    typeCaseName);
 
 TEST(GgufImport, KnownBitPatterns) {
   // An embedding of F16 ones (0x3C00) with -2 (0xC000) first, and Q8_0
@@ -205,8 +193,7 @@ TEST(GgufImport, KnownBitPatterns) {
       }
       w.addTensor(ggufTensorName(name), dims, kGgmlQ8_0, b.bytes);
     } else {
-      w.addTensor(ggufTensorName(name), dims, kGgmlF32,
-                  f32Bytes(values.at(name)));
+      w.addTensor(ggufTensorName(name), dims, kGgmlF32, f32Bytes(values.at(name)));
     }
   }
   auto model = openBytes("bits.gguf", w.bytes());
@@ -238,8 +225,7 @@ TEST(GgufImport, AlignmentFromTheMetadata) {
   EXPECT_EQ(file->alignment(), 64u);
   auto model = openModel(scratch("a64.gguf"));
   ASSERT_TRUE(model.isOk()) << model.message();
-  EXPECT_EQ(*(*model)->readTensor("layers.1.w2"),
-            built.expected.at("layers.1.w2"));
+  EXPECT_EQ(*(*model)->readTensor("layers.1.w2"), built.expected.at("layers.1.w2"));
 }
 
 TEST(GgufImport, LlamaTokenizerBecomesATokenizerBin) {
@@ -267,17 +253,15 @@ TEST(GgufImport, LlamaTokenizerBecomesATokenizerBin) {
   EXPECT_EQ(*bytes, expected.bytes);
   auto tok = Tokenizer::fromBytes(bytes->data(), bytes->size(), 264, "t");
   ASSERT_TRUE(tok.isOk());
-  EXPECT_EQ(tok->encode("ab a", true, false),
-            (std::vector<int32_t>{1, 263, 262}));
+  EXPECT_EQ(tok->encode("ab a", true, false), (std::vector<int32_t>{1, 263, 262}));
 }
 
 TEST(GgufImport, Gpt2TokenizerIsByteLevelBpe) {
   SmallByteLevelVocab vocab = smallByteLevelVocab();
   ModelConfig c = tinyConfig();
   c.vocabSize = 272; // The tokenizer's 269 tokens, padded as embeddings are.
-  BuiltGguf built =
-      llamaGguf(c, syntheticTensors(c, 7, identity), kGgmlF16, 3,
-                [](GgufWriter &w) { w.addU32("llama.vocab_size", 272); });
+  BuiltGguf built = llamaGguf(c, syntheticTensors(c, 7, identity), kGgmlF16, 3,
+                              [](GgufWriter &w) { w.addU32("llama.vocab_size", 272); });
   auto model = openBytes("for-gpt2.gguf", built.bytes);
   ASSERT_TRUE(model.isOk()) << model.message();
 
@@ -286,10 +270,9 @@ TEST(GgufImport, Gpt2TokenizerIsByteLevelBpe) {
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   for (size_t id = 0; id < vocab.pieces.size(); ++id) {
-    bool control = std::find(vocab.controlIds.begin(), vocab.controlIds.end(),
-                             int(id)) != vocab.controlIds.end();
-    tokens.push_back(control ? vocab.pieces[id]
-                             : gpt2Printable(vocab.pieces[id]));
+    bool control = std::find(vocab.controlIds.begin(), vocab.controlIds.end(), int(id)) !=
+                   vocab.controlIds.end();
+    tokens.push_back(control ? vocab.pieces[id] : gpt2Printable(vocab.pieces[id]));
     types.push_back(control ? 3 : 1);
   }
   std::vector<std::string> merges;
@@ -308,19 +291,15 @@ TEST(GgufImport, Gpt2TokenizerIsByteLevelBpe) {
   auto data = loadTokenizerFile(tokPath, c);
   ASSERT_TRUE(data.isOk()) << data.message();
   EXPECT_EQ(data->kind, TokenizerKind::ByteLevelBpe);
-  EXPECT_EQ(data->preTokenizer,
-            std::vector<PreTokenizeStep>{PreTokenizeStep::Llama3});
+  EXPECT_EQ(data->preTokenizer, std::vector<PreTokenizeStep>{PreTokenizeStep::Llama3});
   EXPECT_EQ(data->pieces.size(), size_t(c.vocabSize));
   EXPECT_EQ(data->pieces[260], " w"); // Ġw back to raw bytes.
   auto bytes = artifactTokenizerBytes(**model, tokPath);
   ASSERT_TRUE(bytes.isOk()) << bytes.message();
-  auto tok =
-      Tokenizer::fromBytes(bytes->data(), bytes->size(), c.vocabSize, "t");
+  auto tok = Tokenizer::fromBytes(bytes->data(), bytes->size(), c.vocabSize, "t");
   ASSERT_TRUE(tok.isOk()) << tok.message();
-  EXPECT_EQ(tok->encode("hello world", true, false),
-            (std::vector<int32_t>{266, 259, 264}));
-  EXPECT_EQ(tok->encode("hel<|end|>", false, false),
-            (std::vector<int32_t>{256, 'l', 265}));
+  EXPECT_EQ(tok->encode("hello world", true, false), (std::vector<int32_t>{266, 259, 264}));
+  EXPECT_EQ(tok->encode("hel<|end|>", false, false), (std::vector<int32_t>{256, 'l', 265}));
   EXPECT_EQ(tok->decode(266, 264), " world");
 }
 
@@ -335,10 +314,8 @@ TEST(GgufImport, BadFilesAreOneLineErrors) {
     return b;
   };
   expectFailure("v1.gguf", withVersion(1), "GGUF version 1 is not supported");
-  expectFailure("v4.gguf", withVersion(4),
-                "unsupported GGUF version 4 (Quill reads 2 and 3)");
-  expectFailure("be.gguf", withVersion(0x03000000),
-                "big-endian GGUF is not supported");
+  expectFailure("v4.gguf", withVersion(4), "unsupported GGUF version 4 (Quill reads 2 and 3)");
+  expectFailure("be.gguf", withVersion(0x03000000), "big-endian GGUF is not supported");
 
   GgufWriter qwen;
   qwen.addString("general.architecture", "qwen2");
@@ -346,27 +323,22 @@ TEST(GgufImport, BadFilesAreOneLineErrors) {
                 "unsupported architecture 'qwen2' (Quill imports llama)");
   expectFailure(
       "moe.gguf",
-      llamaGguf(c, values, kGgmlF16, 3,
-                [](GgufWriter &w) { w.addU32("llama.expert_count", 8); })
+      llamaGguf(c, values, kGgmlF16, 3, [](GgufWriter &w) { w.addU32("llama.expert_count", 8); })
           .bytes,
       "mixture-of-experts");
   expectFailure(
       "align.gguf",
-      llamaGguf(c, values, kGgmlF16, 3,
-                [](GgufWriter &w) { w.addU32("general.alignment", 3); })
+      llamaGguf(c, values, kGgmlF16, 3, [](GgufWriter &w) { w.addU32("general.alignment", 3); })
           .bytes,
       "general.alignment must be a uint32 power of two");
   expectFailure(
       "dup.gguf",
-      llamaGguf(c, values, kGgmlF16, 3,
-                [](GgufWriter &w) { w.addU32("llama.block_count", 2); })
+      llamaGguf(c, values, kGgmlF16, 3, [](GgufWriter &w) { w.addU32("llama.block_count", 2); })
           .bytes,
       "metadata key 'llama.block_count' appears twice");
   expectFailure("headdim.gguf",
                 llamaGguf(c, values, kGgmlF16, 3,
-                          [](GgufWriter &w) {
-                            w.addU32("llama.attention.key_length", 8);
-                          })
+                          [](GgufWriter &w) { w.addU32("llama.attention.key_length", 8); })
                     .bytes,
                 "'llama.attention.key_length' is 8");
 }
@@ -396,23 +368,21 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
         w.addTensor(gguf, dims, type, data);
     }
     if (addBias)
-      w.addTensor("blk.0.attn_q.bias", {64}, kGgmlF32,
-                  std::vector<uint8_t>(256));
+      w.addTensor("blk.0.attn_q.bias", {64}, kGgmlF32, std::vector<uint8_t>(256));
     return w.bytes();
   };
-  auto keep = [](const std::string &, std::vector<uint64_t> &, uint32_t &,
-                 std::vector<uint8_t> &) { return true; };
+  auto keep = [](const std::string &, std::vector<uint64_t> &, uint32_t &, std::vector<uint8_t> &) {
+    return true;
+  };
   EXPECT_TRUE(openBytes("variant.gguf", variant(keep)).isOk());
   expectFailure("missing.gguf",
-                variant([](const std::string &n, std::vector<uint64_t> &,
-                           uint32_t &, std::vector<uint8_t> &) {
-                  return n != "blk.1.ffn_up.weight";
-                }),
+                variant([](const std::string &n, std::vector<uint64_t> &, uint32_t &,
+                           std::vector<uint8_t> &) { return n != "blk.1.ffn_up.weight"; }),
                 "the model has no tensor 'blk.1.ffn_up.weight' (Quill's "
                 "layers.1.w3)");
   expectFailure("shape.gguf",
-                variant([](const std::string &n, std::vector<uint64_t> &dims,
-                           uint32_t &, std::vector<uint8_t> &data) {
+                variant([](const std::string &n, std::vector<uint64_t> &dims, uint32_t &,
+                           std::vector<uint8_t> &data) {
                   if (n == "blk.0.attn_k.weight") {
                     dims = {64, 64};
                     data.resize(64 * 64 * 4);
@@ -422,8 +392,8 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
                 "tensor 'blk.0.attn_k.weight' has shape 64x64 (rows x "
                 "columns), expected 32x64");
   expectFailure("type.gguf",
-                variant([](const std::string &n, std::vector<uint64_t> &,
-                           uint32_t &type, std::vector<uint8_t> &data) {
+                variant([](const std::string &n, std::vector<uint64_t> &, uint32_t &type,
+                           std::vector<uint8_t> &data) {
                   if (n == "blk.0.ffn_down.weight") {
                     type = kGgmlQ4_K;
                     data.resize(144 * 24);
@@ -435,8 +405,8 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
   expectFailure("bias.gguf", variant(keep, /*addBias=*/true),
                 "unexpected tensor 'blk.0.attn_q.bias'");
   expectFailure("past-end.gguf",
-                variant([](const std::string &n, std::vector<uint64_t> &dims,
-                           uint32_t &, std::vector<uint8_t> &data) {
+                variant([](const std::string &n, std::vector<uint64_t> &dims, uint32_t &,
+                           std::vector<uint8_t> &data) {
                   // The last tensor claims more rows than the file holds.
                   if (n == "output_norm.weight")
                     dims = {64 * 1024};
@@ -450,8 +420,7 @@ TEST(GgufImport, EveryTruncationIsAnError) {
   ModelConfig c = tinyConfig();
   c.dim = 32, c.hiddenDim = 32, c.nLayers = 1, c.nHeads = 2, c.nKvHeads = 1;
   c.vocabSize = 264;
-  std::vector<uint8_t> good =
-      llamaGguf(c, syntheticTensors(c, 10, identity), kGgmlQ8_0).bytes;
+  std::vector<uint8_t> good = llamaGguf(c, syntheticTensors(c, 10, identity), kGgmlQ8_0).bytes;
   // The writer pads after the last tensor too; the file ends at its data.
   while (good.back() == 0)
     good.pop_back();
@@ -477,8 +446,7 @@ TEST(GgufImport, BitFlipsNeverCrash) {
     std::vector<uint8_t> bad = good;
     for (int flips = 1 + int(rng() % 3); flips > 0; --flips) {
       // Most flips land in the header and metadata, where parsing happens.
-      size_t at = rng() % 4 ? rng() % std::min<size_t>(bad.size(), 8192)
-                            : rng() % bad.size();
+      size_t at = rng() % 4 ? rng() % std::min<size_t>(bad.size(), 8192) : rng() % bad.size();
       bad[at] ^= uint8_t(1u << (rng() % 8));
     }
     writeBytes(path, bad);
@@ -522,8 +490,7 @@ TEST(GgufImport, Stories260KEqualsTheLlama2cFiles) {
     auto values = (*model)->readTensor(w.name);
     ASSERT_TRUE(values.isOk()) << values.message();
     ASSERT_EQ(values->size(), size_t(w.numElements()));
-    ASSERT_EQ(std::memcmp(values->data(), w.data, values->size() * 4), 0)
-        << w.name;
+    ASSERT_EQ(std::memcmp(values->data(), w.data, values->size() * 4), 0) << w.name;
   }
   // The tokenizer in the metadata is tok512.bin, byte for byte.
   auto bytes = artifactTokenizerBytes(**model, "");

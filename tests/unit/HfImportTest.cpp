@@ -54,10 +54,8 @@ ModelConfig tinyConfig() {
 
 float identity(float x) { return x; }
 
-std::vector<SafetensorSpec> hfTensors(const ModelConfig &c,
-                                      const TensorMap &values,
-                                      const std::string &dtype,
-                                      TensorMap *expected) {
+std::vector<SafetensorSpec> hfTensors(const ModelConfig &c, const TensorMap &values,
+                                      const std::string &dtype, TensorMap *expected) {
   return hfTensorSpecs(c, values, dtype, expected);
 }
 
@@ -72,25 +70,22 @@ std::string writeHfDir(const std::string &name, const ModelConfig &c,
 void expectOpenFails(const std::string &path, const std::string &fragment) {
   auto model = openModel(path);
   ASSERT_FALSE(model.isOk()) << path;
-  EXPECT_NE(model.message().find(fragment), std::string::npos)
-      << model.message();
+  EXPECT_NE(model.message().find(fragment), std::string::npos) << model.message();
   EXPECT_EQ(model.message().find('\n'), std::string::npos);
 }
 
 } // namespace
 
-class HfCheckpoints
-    : public ::testing::TestWithParam<std::pair<const char *, int>> {};
+class HfCheckpoints : public ::testing::TestWithParam<std::pair<const char *, int>> {};
 
 TEST_P(HfCheckpoints, ValuesComeBackInQuillsLayout) {
   auto [dtype, shards] = GetParam();
   ModelConfig c = tinyConfig();
   c.sharedClassifier = shards == 1;
   TensorMap expected;
-  std::string dir = writeHfDir(
-      std::string("ckpt-") + dtype + std::to_string(shards), c,
-      hfTensors(c, syntheticTensors(c, 21, identity), dtype, &expected),
-      shards);
+  std::string dir =
+      writeHfDir(std::string("ckpt-") + dtype + std::to_string(shards), c,
+                 hfTensors(c, syntheticTensors(c, 21, identity), dtype, &expected), shards);
   auto model = openModel(dir);
   ASSERT_TRUE(model.isOk()) << model.message();
   const ModelConfig &got = (*model)->config();
@@ -107,16 +102,13 @@ TEST_P(HfCheckpoints, ValuesComeBackInQuillsLayout) {
     ASSERT_EQ(*read, values) << name;
   }
   if (shards > 1) {
-    EXPECT_NE((*model)->format().find(std::to_string(shards) + " shards"),
-              std::string::npos);
+    EXPECT_NE((*model)->format().find(std::to_string(shards) + " shards"), std::string::npos);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(DtypesAndShards, HfCheckpoints,
-                         ::testing::Values(std::pair{"F32", 1},
-                                           std::pair{"F16", 1},
-                                           std::pair{"BF16", 1},
-                                           std::pair{"BF16", 3},
+                         ::testing::Values(std::pair{"F32", 1}, std::pair{"F16", 1},
+                                           std::pair{"BF16", 1}, std::pair{"BF16", 3},
                                            std::pair{"F16", 2}),
                          [](const auto &info) {
                            return std::string(info.param.first) + "_" +
@@ -149,47 +141,40 @@ TEST(HfImport, RotateHalfRowsAreUnpermutedByHand) {
       rows.push_back(v[i]);
     return rows;
   };
-  EXPECT_EQ(rowsOf("layers.0.wq"),
-            (std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7}));
+  EXPECT_EQ(rowsOf("layers.0.wq"), (std::vector<float>{0, 2, 1, 3, 4, 6, 5, 7}));
   EXPECT_EQ(rowsOf("layers.0.wk"), (std::vector<float>{0, 2, 1, 3}));
   EXPECT_EQ(rowsOf("layers.0.wv"), (std::vector<float>{0, 1, 2, 3}));
 }
 
 TEST(HfImport, ASafetensorsFileNextToConfigJson) {
   ModelConfig c = tinyConfig();
-  std::string dir = writeHfDir(
-      "file-path", c,
-      hfTensors(c, syntheticTensors(c, 22, identity), "BF16", nullptr));
+  std::string dir =
+      writeHfDir("file-path", c, hfTensors(c, syntheticTensors(c, 22, identity), "BF16", nullptr));
   auto model = openModel(dir + "/model.safetensors");
   ASSERT_TRUE(model.isOk()) << model.message();
   EXPECT_EQ((*model)->config().dim, 64);
   fs::remove(dir + "/config.json");
-  expectOpenFails(dir + "/model.safetensors",
-                  "a safetensors file needs config.json next to it");
+  expectOpenFails(dir + "/model.safetensors", "a safetensors file needs config.json next to it");
   expectOpenFails(dir, "a directory without config.json");
 }
 
 TEST(HfImport, ConfigProblems) {
   ModelConfig c = tinyConfig();
   auto specs = hfTensors(c, syntheticTensors(c, 23, identity), "F16", nullptr);
+  expectOpenFails(writeHfDir("qwen", c, specs, 1,
+                             "  \"model_type\": \"qwen2\",\n  \"architectures\": "
+                             "[\"Qwen2ForCausalLM\"],\n"),
+                  "config.json: unsupported architecture 'Qwen2ForCausalLM' (model_type "
+                  "'qwen2'); Quill imports LlamaForCausalLM");
   expectOpenFails(
-      writeHfDir("qwen", c, specs, 1,
-                 "  \"model_type\": \"qwen2\",\n  \"architectures\": "
-                 "[\"Qwen2ForCausalLM\"],\n"),
-      "config.json: unsupported architecture 'Qwen2ForCausalLM' (model_type "
-      "'qwen2'); Quill imports LlamaForCausalLM");
-  expectOpenFails(writeHfDir("scaling", c, specs, 1,
-                             "  \"rope_scaling\": {\"type\": \"llama3\"},\n"),
-                  "rope_scaling is not supported");
-  expectOpenFails(
-      writeHfDir("bias", c, specs, 1, "  \"attention_bias\": true,\n"),
-      "biases are not supported");
-  expectOpenFails(
-      writeHfDir("heads", c, specs, 1, "  \"num_attention_heads\": 5,\n"),
-      "dim 64 is not divisible by n_heads 5");
-  expectOpenFails(
-      writeHfDir("string", c, specs, 1, "  \"hidden_size\": \"64\",\n"),
-      "\"hidden_size\" is not an integer");
+      writeHfDir("scaling", c, specs, 1, "  \"rope_scaling\": {\"type\": \"llama3\"},\n"),
+      "rope_scaling is not supported");
+  expectOpenFails(writeHfDir("bias", c, specs, 1, "  \"attention_bias\": true,\n"),
+                  "biases are not supported");
+  expectOpenFails(writeHfDir("heads", c, specs, 1, "  \"num_attention_heads\": 5,\n"),
+                  "dim 64 is not divisible by n_heads 5");
+  expectOpenFails(writeHfDir("string", c, specs, 1, "  \"hidden_size\": \"64\",\n"),
+                  "\"hidden_size\" is not an integer");
   std::string dir = writeHfDir("broken-json", c, specs);
   writeText(dir + "/config.json", "{\"hidden_size\": 64,");
   expectOpenFails(dir, dir + "/config.json: invalid JSON at line 1");
@@ -205,10 +190,9 @@ TEST(HfImport, TensorProblemsNameTheFileAndTensor) {
         out.push_back(s);
     return out;
   };
-  expectOpenFails(
-      writeHfDir("missing", c, without("model.layers.1.mlp.up_proj.weight")),
-      "the model has no tensor "
-      "'model.layers.1.mlp.up_proj.weight' (Quill's layers.1.w3)");
+  expectOpenFails(writeHfDir("missing", c, without("model.layers.1.mlp.up_proj.weight")),
+                  "the model has no tensor "
+                  "'model.layers.1.mlp.up_proj.weight' (Quill's layers.1.w3)");
   auto wrongShape = specs;
   for (auto &s : wrongShape)
     if (s.name == "model.layers.0.self_attn.k_proj.weight")
@@ -226,15 +210,11 @@ TEST(HfImport, TensorProblemsNameTheFileAndTensor) {
                   "tensor 'model.norm.weight' has dtype I8; Quill imports "
                   "F32, F16 and BF16");
   auto extra = specs;
-  extra.push_back({"model.layers.0.self_attn.q_proj.bias",
-                   "F16",
-                   {64},
-                   std::vector<uint8_t>(128)});
+  extra.push_back({"model.layers.0.self_attn.q_proj.bias", "F16", {64}, std::vector<uint8_t>(128)});
   expectOpenFails(writeHfDir("extra", c, extra),
                   "unexpected tensor 'model.layers.0.self_attn.q_proj.bias'");
   c.sharedClassifier = false;
-  expectOpenFails(writeHfDir("untied", c, specs),
-                  "the model has no tensor 'lm_head.weight'");
+  expectOpenFails(writeHfDir("untied", c, specs), "the model has no tensor 'lm_head.weight'");
 }
 
 TEST(HfImport, LyingSafetensorsHeaders) {
@@ -243,15 +223,13 @@ TEST(HfImport, LyingSafetensorsHeaders) {
   c.vocabSize = 4;
   std::string dir = freshDir("lies");
   writeText(dir + "/config.json", hfConfigJson(c));
-  auto check = [&](const std::string &header, size_t dataBytes,
-                   const std::string &fragment) {
+  auto check = [&](const std::string &header, size_t dataBytes, const std::string &fragment) {
     writeBytes(dir + "/model.safetensors",
                safetensorsBytes(header, std::vector<uint8_t>(dataBytes)));
     expectOpenFails(dir, fragment);
     auto direct = SafetensorsFile::open(dir + "/model.safetensors");
     ASSERT_FALSE(direct.isOk());
-    EXPECT_EQ(direct.message().rfind(dir + "/model.safetensors: ", 0), 0u)
-        << direct.message();
+    EXPECT_EQ(direct.message().rfind(dir + "/model.safetensors: ", 0), 0u) << direct.message();
   };
   check(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
         R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
@@ -262,8 +240,7 @@ TEST(HfImport, LyingSafetensorsHeaders) {
         "data_offsets span 12 bytes, but F32 of shape [4] needs 16");
   check(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})", 16,
         "not integers 0 <= begin <= end");
-  check(R"({"a":{"dtype":"Q9","shape":[4],"data_offsets":[0,16]}})", 16,
-        "unknown dtype 'Q9'");
+  check(R"({"a":{"dtype":"Q9","shape":[4],"data_offsets":[0,16]}})", 16, "unknown dtype 'Q9'");
   check(R"({"a":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})", 16,
         "shape holds something other than a non-negative integer");
   check(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
@@ -280,8 +257,7 @@ TEST(HfImport, LyingSafetensorsHeaders) {
   writeBytes(dir + "/model.safetensors", bytes);
   auto direct = SafetensorsFile::open(dir + "/model.safetensors");
   ASSERT_FALSE(direct.isOk());
-  EXPECT_NE(direct.message().find("truncated: the header needs 1048576 bytes"),
-            std::string::npos)
+  EXPECT_NE(direct.message().find("truncated: the header needs 1048576 bytes"), std::string::npos)
       << direct.message();
 }
 
@@ -292,13 +268,11 @@ TEST(HfImport, ShardIndexProblems) {
   ASSERT_TRUE(openModel(dir).isOk());
   fs::remove(dir + "/model-00002-of-00002.safetensors");
   expectOpenFails(dir, "model-00002-of-00002.safetensors: cannot open");
-  writeText(
-      dir + "/model.safetensors.index.json",
-      R"({"weight_map": {"model.norm.weight": "../elsewhere.safetensors"}})");
+  writeText(dir + "/model.safetensors.index.json",
+            R"({"weight_map": {"model.norm.weight": "../elsewhere.safetensors"}})");
   expectOpenFails(dir, "maps to something other than a file name");
-  writeText(
-      dir + "/model.safetensors.index.json",
-      R"({"weight_map": {"model.norm.weight": "model-00001-of-00002.safetensors"}})");
+  writeText(dir + "/model.safetensors.index.json",
+            R"({"weight_map": {"model.norm.weight": "model-00001-of-00002.safetensors"}})");
   expectOpenFails(dir, "has no tensor 'model.norm.weight', which");
 }
 
@@ -308,17 +282,15 @@ TEST(HfImport, EveryTruncationOfTheWeightsIsAnError) {
   c.vocabSize = 4, c.seqLen = 4;
   std::string dir = freshDir("truncate");
   writeText(dir + "/config.json", hfConfigJson(c));
-  std::vector<uint8_t> good = safetensorsBytes(
-      hfTensors(c, syntheticTensors(c, 26, identity), "BF16", nullptr));
+  std::vector<uint8_t> good =
+      safetensorsBytes(hfTensors(c, syntheticTensors(c, 26, identity), "BF16", nullptr));
   writeBytes(dir + "/model.safetensors", good);
   ASSERT_TRUE(openModel(dir).isOk());
   for (size_t size = 0; size < good.size(); ++size) {
-    writeBytes(dir + "/model.safetensors",
-               std::vector<uint8_t>(good.begin(), good.begin() + size));
+    writeBytes(dir + "/model.safetensors", std::vector<uint8_t>(good.begin(), good.begin() + size));
     auto model = openModel(dir);
     ASSERT_FALSE(model.isOk()) << size;
-    ASSERT_NE(model.message().find(dir + "/model.safetensors"),
-              std::string::npos)
+    ASSERT_NE(model.message().find(dir + "/model.safetensors"), std::string::npos)
         << model.message();
     ASSERT_EQ(model.message().find('\n'), std::string::npos);
   }
@@ -330,8 +302,8 @@ TEST(HfImport, BitFlipsNeverCrash) {
   c.vocabSize = 4, c.seqLen = 4;
   std::string dir = freshDir("flips");
   writeText(dir + "/config.json", hfConfigJson(c));
-  const std::vector<uint8_t> good = safetensorsBytes(
-      hfTensors(c, syntheticTensors(c, 27, identity), "F16", nullptr));
+  const std::vector<uint8_t> good =
+      safetensorsBytes(hfTensors(c, syntheticTensors(c, 27, identity), "F16", nullptr));
   uint64_t headerBytes;
   std::memcpy(&headerBytes, good.data(), 8);
   std::mt19937 rng(31337);
@@ -370,8 +342,7 @@ TEST(HfImport, Stories260KEqualsTheLlama2cFiles) {
   for (const WeightTensor &w : checkpoint->weights()) {
     auto values = (*model)->readTensor(w.name);
     ASSERT_TRUE(values.isOk()) << values.message();
-    ASSERT_EQ(std::memcmp(values->data(), w.data, values->size() * 4), 0)
-        << w.name;
+    ASSERT_EQ(std::memcmp(values->data(), w.data, values->size() * 4), 0) << w.name;
   }
   // tokenizer.json encodes prompts to tok512.bin's ids.
   auto bytes = artifactTokenizerBytes(**model, "");
@@ -380,17 +351,13 @@ TEST(HfImport, Stories260KEqualsTheLlama2cFiles) {
   auto reference = Tokenizer::fromFile(tok, 512);
   ASSERT_TRUE(fromJson.isOk()) << fromJson.message();
   ASSERT_TRUE(reference.isOk());
-  for (const char *prompt :
-       {"Once upon a time", "", "Hello, world! 123", "  two  spaces\nnewline",
-        "\xC3\xBCn\xC3\xAF"
-        "c\xC3\xB6"
-        "d\xC3\xA9 \xF0\x9F\x99\x82",
-        "Lily and Tom went to the park. They saw a big dog."})
-    EXPECT_EQ(fromJson->encode(prompt, true, false),
-              reference->encode(prompt, true, false))
+  for (const char *prompt : {"Once upon a time", "", "Hello, world! 123", "  two  spaces\nnewline",
+                             "\xC3\xBCn\xC3\xAF"
+                             "c\xC3\xB6"
+                             "d\xC3\xA9 \xF0\x9F\x99\x82",
+                             "Lily and Tom went to the park. They saw a big dog."})
+    EXPECT_EQ(fromJson->encode(prompt, true, false), reference->encode(prompt, true, false))
         << prompt;
   for (int32_t id = 0; id < 512; ++id)
-    ASSERT_EQ(fromJson->decode(id == 1 ? 0 : 1, id),
-              reference->decode(id == 1 ? 0 : 1, id))
-        << id;
+    ASSERT_EQ(fromJson->decode(id == 1 ? 0 : 1, id), reference->decode(id == 1 ? 0 : 1, id)) << id;
 }

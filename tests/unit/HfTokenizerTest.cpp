@@ -23,42 +23,36 @@ const char *kLlama3Split =
     R"( "behavior": "Isolated", "invert": false})";
 
 /// The shared small byte-level vocabulary as a tokenizer.json.
-std::string byteLevelJson(const std::string &preTokenizer,
-                          bool mergesAsArrays = false,
+std::string byteLevelJson(const std::string &preTokenizer, bool mergesAsArrays = false,
                           const std::string &modelExtra = "",
                           const std::string &normalizer = "null") {
   SmallByteLevelVocab v = smallByteLevelVocab();
   std::string vocab, added, merges;
   for (size_t id = 0; id < v.pieces.size(); ++id) {
-    bool control = std::find(v.controlIds.begin(), v.controlIds.end(),
-                             int(id)) != v.controlIds.end();
+    bool control =
+        std::find(v.controlIds.begin(), v.controlIds.end(), int(id)) != v.controlIds.end();
     if (control) {
-      added += std::string(added.empty() ? "" : ", ") +
-               "{\"id\": " + std::to_string(id) +
-               ", \"content\": " + jsonQuote(v.pieces[id]) +
-               ", \"special\": true}";
+      added += std::string(added.empty() ? "" : ", ") + "{\"id\": " + std::to_string(id) +
+               ", \"content\": " + jsonQuote(v.pieces[id]) + ", \"special\": true}";
       continue;
     }
-    vocab += std::string(vocab.empty() ? "" : ", ") +
-             jsonQuote(gpt2Printable(v.pieces[id])) + ": " + std::to_string(id);
+    vocab += std::string(vocab.empty() ? "" : ", ") + jsonQuote(gpt2Printable(v.pieces[id])) +
+             ": " + std::to_string(id);
   }
   for (auto [left, right] : v.merges) {
     std::string l = gpt2Printable(left), r = gpt2Printable(right);
-    merges += std::string(merges.empty() ? "" : ", ") +
-              (mergesAsArrays ? "[" + jsonQuote(l) + ", " + jsonQuote(r) + "]"
-                              : jsonQuote(l + " " + r));
+    merges +=
+        std::string(merges.empty() ? "" : ", ") +
+        (mergesAsArrays ? "[" + jsonQuote(l) + ", " + jsonQuote(r) + "]" : jsonQuote(l + " " + r));
   }
-  return "{\"version\": \"1.0\", \"added_tokens\": [" + added +
-         "], \"normalizer\": " + normalizer +
+  return "{\"version\": \"1.0\", \"added_tokens\": [" + added + "], \"normalizer\": " + normalizer +
          ", \"pre_tokenizer\": " + preTokenizer +
          ", \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": "
          "\"BPE\", \"byte_fallback\": false" +
-         modelExtra + ", \"vocab\": {" + vocab + "}, \"merges\": [" + merges +
-         "]}}";
+         modelExtra + ", \"vocab\": {" + vocab + "}, \"merges\": [" + merges + "]}}";
 }
 
-ErrorOr<TokenizerData> convert(const std::string &json, int32_t bos = 266,
-                               int32_t eos = 265) {
+ErrorOr<TokenizerData> convert(const std::string &json, int32_t bos = 266, int32_t eos = 265) {
   auto parsed = parseJson(json, "tokenizer.json");
   if (!parsed)
     return parsed.status();
@@ -67,8 +61,7 @@ ErrorOr<TokenizerData> convert(const std::string &json, int32_t bos = 266,
 
 Tokenizer runtimeTokenizer(const TokenizerData &data) {
   std::vector<uint8_t> bytes = serializeTokenizer(data);
-  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(),
-                                  int32_t(data.pieces.size()), "t");
+  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), int32_t(data.pieces.size()), "t");
   EXPECT_TRUE(tok.isOk()) << tok.message();
   return tok.take();
 }
@@ -78,12 +71,10 @@ Tokenizer runtimeTokenizer(const TokenizerData &data) {
 TEST(HfTokenizer, Gpt2ByteLevel) {
   for (bool arrays : {false, true}) {
     auto data = convert(byteLevelJson(
-        R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})",
-        arrays));
+        R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})", arrays));
     ASSERT_TRUE(data.isOk()) << data.message();
     EXPECT_EQ(data->kind, TokenizerKind::ByteLevelBpe);
-    EXPECT_EQ(data->preTokenizer,
-              std::vector<PreTokenizeStep>{PreTokenizeStep::Gpt2});
+    EXPECT_EQ(data->preTokenizer, std::vector<PreTokenizeStep>{PreTokenizeStep::Gpt2});
     EXPECT_EQ(data->pieces[260], " w");
     EXPECT_EQ(data->types[265], TokenType::Control);
     Tokenizer tok = runtimeTokenizer(*data);
@@ -99,22 +90,19 @@ TEST(HfTokenizer, Llama3SplitWithIgnoreMerges) {
           R"(, {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})",
       false, ", \"ignore_merges\": true"));
   ASSERT_TRUE(data.isOk()) << data.message();
-  EXPECT_EQ(data->preTokenizer,
-            std::vector<PreTokenizeStep>{PreTokenizeStep::Llama3});
+  EXPECT_EQ(data->preTokenizer, std::vector<PreTokenizeStep>{PreTokenizeStep::Llama3});
   EXPECT_TRUE(data->flags & kIgnoreMerges);
   Tokenizer tok = runtimeTokenizer(*data);
   EXPECT_EQ(tok.encode("hlo world", false, false), Ids({268, 264}));
 }
 
 TEST(HfTokenizer, SmolLMDigitsThenByteLevel) {
-  auto data = convert(byteLevelJson(
-      R"({"type": "Sequence", "pretokenizers": [{"type": "Digits", )"
-      R"("individual_digits": true}, {"type": "ByteLevel", )"
-      R"("add_prefix_space": true, "use_regex": true}]})"));
+  auto data = convert(byteLevelJson(R"({"type": "Sequence", "pretokenizers": [{"type": "Digits", )"
+                                    R"("individual_digits": true}, {"type": "ByteLevel", )"
+                                    R"("add_prefix_space": true, "use_regex": true}]})"));
   ASSERT_TRUE(data.isOk()) << data.message();
   EXPECT_EQ(data->preTokenizer,
-            (std::vector<PreTokenizeStep>{PreTokenizeStep::SplitDigits,
-                                          PreTokenizeStep::Gpt2}));
+            (std::vector<PreTokenizeStep>{PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}));
   EXPECT_TRUE(data->flags & kAddPrefixSpace);
   Tokenizer tok = runtimeTokenizer(*data);
   EXPECT_EQ(tok.encode("world", false, false), Ids({264}));
@@ -125,23 +113,20 @@ TEST(HfTokenizer, SentencePieceStyleScoresFollowMergeRanks) {
   std::string vocab = R"("<unk>": 0, "<s>": 1, "</s>": 2)";
   const char *hex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b)
-    vocab += std::string(", \"<0x") + hex[b / 16] + hex[b % 16] +
-             ">\": " + std::to_string(3 + b);
+    vocab += std::string(", \"<0x") + hex[b / 16] + hex[b % 16] + ">\": " + std::to_string(3 + b);
   // 259 ▁, 260 a, 261 b, 262 c, 263 ▁a, 264 bc, 265 ▁abc, 266 ab
   vocab += R"(, "\u2581": 259, "a": 260, "b": 261, "c": 262, "\u2581a": 263,)"
            R"( "bc": 264, "\u2581abc": 265, "ab": 266)";
-  std::string merges =
-      R"(["\u2581 a", "b c", "\u2581a bc", "a b"])"; // ranks 0 1 2 3
-  std::string json =
-      R"({"added_tokens": [{"id": 0, "content": "<unk>", "special": true},)"
-      R"( {"id": 1, "content": "<s>", "special": true},)"
-      R"( {"id": 2, "content": "</s>", "special": true}],)"
-      R"( "normalizer": {"type": "Sequence", "normalizers": [)"
-      R"({"type": "Prepend", "prepend": "\u2581"},)"
-      R"( {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},)"
-      R"( "pre_tokenizer": null, "model": {"type": "BPE", "byte_fallback": true,)"
-      R"( "unk_token": "<unk>", "vocab": {)" +
-      vocab + "}, \"merges\": " + merges + "}}";
+  std::string merges = R"(["\u2581 a", "b c", "\u2581a bc", "a b"])"; // ranks 0 1 2 3
+  std::string json = R"({"added_tokens": [{"id": 0, "content": "<unk>", "special": true},)"
+                     R"( {"id": 1, "content": "<s>", "special": true},)"
+                     R"( {"id": 2, "content": "</s>", "special": true}],)"
+                     R"( "normalizer": {"type": "Sequence", "normalizers": [)"
+                     R"({"type": "Prepend", "prepend": "\u2581"},)"
+                     R"( {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},)"
+                     R"( "pre_tokenizer": null, "model": {"type": "BPE", "byte_fallback": true,)"
+                     R"( "unk_token": "<unk>", "vocab": {)" +
+                     vocab + "}, \"merges\": " + merges + "}}";
   auto data = convert(json, 1, 2);
   ASSERT_TRUE(data.isOk()) << data.message();
   EXPECT_EQ(data->kind, TokenizerKind::SentencePieceBpe);
@@ -167,14 +152,12 @@ TEST(HfTokenizer, UnsupportedKindsAreOneLineErrors) {
   struct Case {
     std::string json, expected;
   };
-  const std::string byteLevel =
-      R"({"type": "ByteLevel", "add_prefix_space": false})";
+  const std::string byteLevel = R"({"type": "ByteLevel", "add_prefix_space": false})";
   for (const Case &c : std::vector<Case>{
            {R"({"model": {"type": "Unigram", "vocab": []}})",
             "tokenizer.json: tokenizer model type 'Unigram' is not supported "
             "(Quill reads BPE)"},
-           {R"({"model": {"type": "WordPiece", "vocab": {}}})",
-            "model type 'WordPiece'"},
+           {R"({"model": {"type": "WordPiece", "vocab": {}}})", "model type 'WordPiece'"},
            {R"({"version": "1.0"})", "no \"model\" object"},
            {R"({"pre_tokenizer": null, "model": {"type": "BPE", "vocab": )"
             R"({"a": 0}, "merges": []}})",
@@ -194,8 +177,7 @@ TEST(HfTokenizer, UnsupportedKindsAreOneLineErrors) {
             "an id that is not an integer"}}) {
     auto data = convert(c.json);
     ASSERT_FALSE(data.isOk()) << c.json;
-    EXPECT_NE(data.message().find(c.expected), std::string::npos)
-        << data.message();
+    EXPECT_NE(data.message().find(c.expected), std::string::npos) << data.message();
     EXPECT_EQ(data.message().rfind("tokenizer.json: ", 0), 0u);
   }
 }

@@ -16,8 +16,10 @@ TEST(Json, EscapesQuotesBackslashesAndControlCharacters) {
 TEST(Json, KeepsValidUtf8AndEscapesStrayBytes) {
   EXPECT_EQ(jsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
   EXPECT_EQ(jsonQuote("\xe2\x82\xac"), "\"\xe2\x82\xac\"");
-  EXPECT_EQ(jsonQuote("\xc3"), "\"\\u00c3\"");       // Truncated sequence.
-  EXPECT_EQ(jsonQuote("\xff" "a"), "\"\\u00ffa\""); // Never a lead byte.
+  EXPECT_EQ(jsonQuote("\xc3"), "\"\\u00c3\""); // Truncated sequence.
+  EXPECT_EQ(jsonQuote("\xff"
+                      "a"),
+            "\"\\u00ffa\""); // Never a lead byte.
 }
 
 } // namespace

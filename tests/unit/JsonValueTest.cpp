@@ -62,13 +62,11 @@ TEST(JsonValue, ErrorsNameTheSourceAndPosition) {
        {Case{"{\"a\": 1,\n  \"b\" 2}", "doc: invalid JSON at line 2, column 7: "
                                        "expected ':' after an object key"},
         Case{"[1, 2", "unexpected end of input in an array"},
-        Case{"{\"a\": 01}", "expected ',' or '}'"},
-        Case{"[1.]", "no digits after '.'"}, Case{"[\"\\x\"]", "bad escape"},
-        Case{"[\"\\ud800\"]", "unpaired UTF-16 surrogate"},
+        Case{"{\"a\": 01}", "expected ',' or '}'"}, Case{"[1.]", "no digits after '.'"},
+        Case{"[\"\\x\"]", "bad escape"}, Case{"[\"\\ud800\"]", "unpaired UTF-16 surrogate"},
         Case{"[\"a\nb\"]", "control character"},
         Case{"{} x", "unexpected text after the JSON value"},
-        Case{"[tru]", "unexpected character 't'"},
-        Case{"", "unexpected end of input"},
+        Case{"[tru]", "unexpected character 't'"}, Case{"", "unexpected end of input"},
         Case{"{\"a\":1,}", "expected a string key"}}) {
     auto v = parseJson(c.text, "doc");
     ASSERT_FALSE(v.isOk()) << c.text;
@@ -89,9 +87,8 @@ TEST(JsonValue, DepthIsBounded) {
 }
 
 TEST(JsonValue, TruncationsAndBitFlipsNeverCrash) {
-  const std::string doc =
-      R"({"model": {"type": "BPE", "vocab": {"a": 0, "\u00e9": 1},)"
-      R"( "merges": ["a b", ["c", "d"]]}, "x": [1.5e3, -2, true, null]})";
+  const std::string doc = R"({"model": {"type": "BPE", "vocab": {"a": 0, "\u00e9": 1},)"
+                          R"( "merges": ["a b", ["c", "d"]]}, "x": [1.5e3, -2, true, null]})";
   for (size_t size = 0; size < doc.size(); ++size) {
     std::string prefix = doc.substr(0, size);
     ASSERT_FALSE(parseJson(prefix, "cut").isOk()) << prefix;

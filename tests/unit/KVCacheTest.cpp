@@ -39,7 +39,7 @@ TEST(KVCache, TruncateAndClearForgetPositions) {
   cache.truncate(4);
   EXPECT_EQ(cache.length(), 4);
   EXPECT_EQ(*cache.append(), 4); // The next step overwrites position 4.
-  cache.truncate(100);            // Never grows.
+  cache.truncate(100);           // Never grows.
   EXPECT_EQ(cache.length(), 5);
   cache.truncate(-1);
   EXPECT_EQ(cache.length(), 0);

@@ -21,8 +21,8 @@ Dispatch kernel(std::vector<Binding> reads, Binding out) {
 
 TEST(KernelWaves, IndependentProjectionsShareAWaveAndTheirConsumerWaits) {
   // q, k, v from the same normalized input; then attention reads all three.
-  Binding x = scratch(0, 256), q = scratch(256, 256), k = scratch(512, 128),
-          v = scratch(640, 128), out = scratch(768, 256);
+  Binding x = scratch(0, 256), q = scratch(256, 256), k = scratch(512, 128), v = scratch(640, 128),
+          out = scratch(768, 256);
   std::vector<Dispatch> step = {kernel({x, weights(0)}, q), kernel({x, weights(64)}, k),
                                 kernel({x, weights(128)}, v), kernel({q, k, v}, out)};
   EXPECT_EQ(planWaves(step), (std::vector<size_t>{0, 3, 4}));

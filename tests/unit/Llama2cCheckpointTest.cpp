@@ -36,19 +36,16 @@ void patchInt32(std::vector<char> &bytes, size_t offset, int32_t value) {
 
 /// Reads `count` floats at byte `offset` straight from the file, as an
 /// independent check of the parser's layout arithmetic.
-std::vector<float> readFloatsAt(const std::string &path, uint64_t offset,
-                                size_t count) {
+std::vector<float> readFloatsAt(const std::string &path, uint64_t offset, size_t count) {
   std::ifstream f(path, std::ios::binary);
   f.seekg(std::streamoff(offset));
   std::vector<float> out(count);
-  f.read(reinterpret_cast<char *>(out.data()),
-         std::streamsize(count * sizeof(float)));
+  f.read(reinterpret_cast<char *>(out.data()), std::streamsize(count * sizeof(float)));
   return f ? out : std::vector<float>();
 }
 
 bool sameData(const WeightTensor &a, const WeightTensor &b) {
-  return a.shape == b.shape &&
-         std::memcmp(a.data, b.data, size_t(a.numElements()) * 4) == 0;
+  return a.shape == b.shape && std::memcmp(a.data, b.data, size_t(a.numElements()) * 4) == 0;
 }
 
 ModelConfig tinyConfig() {
@@ -71,8 +68,7 @@ size_t paramsOffset(int version) { return version == 1 ? 8 : 0; }
 class Llama2cSynthetic : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::string pattern =
-        (fs::temp_directory_path() / "quill-l2c-XXXXXX").string();
+    std::string pattern = (fs::temp_directory_path() / "quill-l2c-XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
@@ -80,12 +76,9 @@ protected:
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
-  std::string path(const std::string &name) const {
-    return (fs::path(dir_) / name).string();
-  }
+  std::string path(const std::string &name) const { return (fs::path(dir_) / name).string(); }
   /// Writes a synthetic checkpoint and returns its path.
-  std::string synth(const std::string &name, const ModelConfig &c, int version,
-                    uint64_t seed = 7) {
+  std::string synth(const std::string &name, const ModelConfig &c, int version, uint64_t seed = 7) {
     std::string p = path(name);
     Status s = writeSyntheticModel(p, c, version, seed);
     EXPECT_TRUE(s) << s.message();
@@ -175,30 +168,20 @@ TEST(Llama2cCheckpoint, Stories260KOffsetsMatchTheFormat) {
   const Probe probes[] = {
       {"tok_embeddings", 0, 2 * L * d + d, V * d},
       {"layers.3.attention_norm", V * d + 3 * d, 3 * d, d},
-      {"layers.2.wk", legacyWq + L * d * d + 2 * kv * d,
-       v1Wq + L * d * d + 2 * kv * d, kv * d},
-      {"layers.1.ffn_norm", legacyWq + 2 * L * d * d + 2 * L * kv * d + d,
-       L * d + d, d},
-      {"layers.4.w3",
-       legacyWq + 2 * L * d * d + 2 * L * kv * d + L * d + 2 * L * h * d +
-           4 * h * d,
-       v1Wq + 2 * L * d * d + 2 * L * kv * d + 2 * L * h * d + 4 * h * d,
-       h * d},
-      {"norm",
-       legacyWq + 2 * L * d * d + 2 * L * kv * d + L * d + 3 * L * h * d,
-       2 * L * d, d},
+      {"layers.2.wk", legacyWq + L * d * d + 2 * kv * d, v1Wq + L * d * d + 2 * kv * d, kv * d},
+      {"layers.1.ffn_norm", legacyWq + 2 * L * d * d + 2 * L * kv * d + d, L * d + d, d},
+      {"layers.4.w3", legacyWq + 2 * L * d * d + 2 * L * kv * d + L * d + 2 * L * h * d + 4 * h * d,
+       v1Wq + 2 * L * d * d + 2 * L * kv * d + 2 * L * h * d + 4 * h * d, h * d},
+      {"norm", legacyWq + 2 * L * d * d + 2 * L * kv * d + L * d + 3 * L * h * d, 2 * L * d, d},
   };
   ErrorOr<Llama2cCheckpoint> a = Llama2cCheckpoint::open(legacy);
   ErrorOr<Llama2cCheckpoint> b = Llama2cCheckpoint::open(v1);
   ASSERT_TRUE(a && b);
   for (const Probe &p : probes) {
-    std::vector<float> fromLegacy =
-        readFloatsAt(legacy, 28 + 4 * p.legacyFloat, p.count);
+    std::vector<float> fromLegacy = readFloatsAt(legacy, 28 + 4 * p.legacyFloat, p.count);
     std::vector<float> fromV1 = readFloatsAt(v1, 256 + 4 * p.v1Float, p.count);
     ASSERT_EQ(fromLegacy.size(), p.count) << p.name;
-    EXPECT_EQ(
-        std::memcmp(fromLegacy.data(), a->find(p.name)->data, p.count * 4), 0)
-        << p.name;
+    EXPECT_EQ(std::memcmp(fromLegacy.data(), a->find(p.name)->data, p.count * 4), 0) << p.name;
     EXPECT_EQ(fromLegacy, fromV1) << p.name;
   }
 }
@@ -209,10 +192,8 @@ TEST(Llama2cCheckpoint, Stories260KOffsetsMatchTheFormat) {
 
 TEST_F(Llama2cSynthetic, LegacyAndV1HoldTheGeneratedValues) {
   ModelConfig c = tinyConfig();
-  ErrorOr<Llama2cCheckpoint> a =
-      Llama2cCheckpoint::open(synth("tiny.bin", c, 0));
-  ErrorOr<Llama2cCheckpoint> b =
-      Llama2cCheckpoint::open(synth("tiny.v1.bin", c, 1));
+  ErrorOr<Llama2cCheckpoint> a = Llama2cCheckpoint::open(synth("tiny.bin", c, 0));
+  ErrorOr<Llama2cCheckpoint> b = Llama2cCheckpoint::open(synth("tiny.v1.bin", c, 1));
   ASSERT_TRUE(a) << a.message();
   ASSERT_TRUE(b) << b.message();
   EXPECT_EQ(a->formatVersion(), 0);
@@ -223,21 +204,16 @@ TEST_F(Llama2cSynthetic, LegacyAndV1HoldTheGeneratedValues) {
     const WeightTensor &t = a->weights()[i];
     EXPECT_TRUE(sameData(t, b->weights()[i])) << t.name;
     std::vector<float> expected(size_t(t.numElements()));
-    fillSyntheticTensor(t.name, t.shape, 7, 0, expected.data(),
-                        t.numElements());
-    EXPECT_EQ(std::memcmp(expected.data(), t.data, expected.size() * 4), 0)
-        << t.name;
+    fillSyntheticTensor(t.name, t.shape, 7, 0, expected.data(), t.numElements());
+    EXPECT_EQ(std::memcmp(expected.data(), t.data, expected.size() * 4), 0) << t.name;
     // Norms sit around 1, matrices within +-1/sqrt(fan_in).
-    bool isNorm =
-        t.name.size() >= 4 && t.name.compare(t.name.size() - 4, 4, "norm") == 0;
+    bool isNorm = t.name.size() >= 4 && t.name.compare(t.name.size() - 4, 4, "norm") == 0;
     float lo = isNorm ? 0.9f : -1.0f, hi = isNorm ? 1.1f : 1.0f;
     for (int64_t k = 0; k < t.numElements(); ++k)
-      ASSERT_TRUE(t.data[k] >= lo && t.data[k] <= hi)
-          << t.name << "[" << k << "]";
+      ASSERT_TRUE(t.data[k] >= lo && t.data[k] <= hi) << t.name << "[" << k << "]";
   }
   // A different seed gives different weights.
-  ErrorOr<Llama2cCheckpoint> other =
-      Llama2cCheckpoint::open(synth("seed8.bin", c, 0, 8));
+  ErrorOr<Llama2cCheckpoint> other = Llama2cCheckpoint::open(synth("seed8.bin", c, 0, 8));
   ASSERT_TRUE(other);
   EXPECT_FALSE(sameData(*a->find("layers.1.wq"), *other->find("layers.1.wq")));
 }
@@ -292,24 +268,23 @@ TEST_F(Llama2cSynthetic, GroupedQueryAndMultiHeadShapes) {
   ModelConfig mha = gqa;
   mha.nKvHeads = 10;
   for (int version : {0, 1}) {
-    ErrorOr<Llama2cCheckpoint> g = Llama2cCheckpoint::open(
-        synth("gqa" + std::to_string(version) + ".bin", gqa, version));
+    ErrorOr<Llama2cCheckpoint> g =
+        Llama2cCheckpoint::open(synth("gqa" + std::to_string(version) + ".bin", gqa, version));
     ASSERT_TRUE(g) << g.message();
     EXPECT_EQ(g->config().nKvHeads, 2);
     EXPECT_EQ(g->find("layers.1.wk")->shape, (std::vector<int64_t>{40, 200}));
     EXPECT_EQ(g->find("layers.1.wv")->shape, (std::vector<int64_t>{40, 200}));
     EXPECT_EQ(g->find("layers.1.wq")->shape, (std::vector<int64_t>{200, 200}));
     EXPECT_EQ(g->find("layers.0.w1")->shape, (std::vector<int64_t>{520, 200}));
-    ErrorOr<Llama2cCheckpoint> m = Llama2cCheckpoint::open(
-        synth("mha" + std::to_string(version) + ".bin", mha, version));
+    ErrorOr<Llama2cCheckpoint> m =
+        Llama2cCheckpoint::open(synth("mha" + std::to_string(version) + ".bin", mha, version));
     ASSERT_TRUE(m) << m.message();
     EXPECT_EQ(m->find("layers.0.wk")->shape, (std::vector<int64_t>{200, 200}));
   }
 }
 
 TEST_F(Llama2cSynthetic, MovingKeepsTensorsValid) {
-  ErrorOr<Llama2cCheckpoint> opened =
-      Llama2cCheckpoint::open(synth("move.bin", tinyConfig(), 1));
+  ErrorOr<Llama2cCheckpoint> opened = Llama2cCheckpoint::open(synth("move.bin", tinyConfig(), 1));
   ASSERT_TRUE(opened);
   const float *before = opened->find("norm")->data;
   float firstValue = before[0];
@@ -322,8 +297,7 @@ TEST_F(Llama2cSynthetic, MovingKeepsTensorsValid) {
 
 TEST_F(Llama2cSynthetic, TruncatedFilesAreRejected) {
   for (int version : {0, 1}) {
-    std::string p =
-        synth("cut" + std::to_string(version) + ".bin", tinyConfig(), version);
+    std::string p = synth("cut" + std::to_string(version) + ".bin", tinyConfig(), version);
     std::vector<char> whole = readBytes(p);
     const size_t header = version == 1 ? 256 : 28;
     const size_t cuts[] = {0,
@@ -341,8 +315,7 @@ TEST_F(Llama2cSynthetic, TruncatedFilesAreRejected) {
     for (size_t cut : cuts) {
       std::vector<char> bytes(whole.begin(), whole.begin() + long(cut));
       std::string error = openError(bytes);
-      SCOPED_TRACE("version " + std::to_string(version) + ", cut at " +
-                   std::to_string(cut));
+      SCOPED_TRACE("version " + std::to_string(version) + ", cut at " + std::to_string(cut));
       ASSERT_FALSE(error.empty());
       EXPECT_NE(error.find("scratch.bin"), std::string::npos) << error;
       if (cut < header) {
@@ -350,8 +323,7 @@ TEST_F(Llama2cSynthetic, TruncatedFilesAreRejected) {
         EXPECT_NE(error.find("shorter than the"), std::string::npos) << error;
       } else {
         EXPECT_NE(error.find("expected " + std::to_string(whole.size()) +
-                             " bytes from the header, file has " +
-                             std::to_string(cut)),
+                             " bytes from the header, file has " + std::to_string(cut)),
                   std::string::npos)
             << error;
       }
@@ -361,13 +333,12 @@ TEST_F(Llama2cSynthetic, TruncatedFilesAreRejected) {
 
 TEST_F(Llama2cSynthetic, OneByteTooLongIsRejected) {
   for (int version : {0, 1}) {
-    std::vector<char> bytes = readBytes(synth(
-        "long" + std::to_string(version) + ".bin", tinyConfig(), version));
+    std::vector<char> bytes =
+        readBytes(synth("long" + std::to_string(version) + ".bin", tinyConfig(), version));
     size_t size = bytes.size();
     bytes.push_back(0);
     std::string error = openError(bytes);
-    EXPECT_NE(error.find("expected " + std::to_string(size) +
-                         " bytes from the header, file has " +
+    EXPECT_NE(error.find("expected " + std::to_string(size) + " bytes from the header, file has " +
                          std::to_string(size + 1)),
               std::string::npos)
         << error;
@@ -394,14 +365,14 @@ TEST_F(Llama2cSynthetic, BadHeaderFieldsAreRejected) {
       {0, INT32_MAX, "implausibly large"},
   };
   for (int version : {0, 1}) {
-    std::vector<char> good = readBytes(
-        synth("hdr" + std::to_string(version) + ".bin", tinyConfig(), version));
+    std::vector<char> good =
+        readBytes(synth("hdr" + std::to_string(version) + ".bin", tinyConfig(), version));
     for (const Case &k : cases) {
       std::vector<char> bytes = good;
       patchInt32(bytes, paramsOffset(version) + 4 * size_t(k.field), k.value);
       std::string error = openError(bytes);
-      SCOPED_TRACE("version " + std::to_string(version) + ", field " +
-                   std::to_string(k.field) + " = " + std::to_string(k.value));
+      SCOPED_TRACE("version " + std::to_string(version) + ", field " + std::to_string(k.field) +
+                   " = " + std::to_string(k.value));
       ASSERT_FALSE(error.empty());
       EXPECT_NE(error.find(k.phrase), std::string::npos) << error;
     }
@@ -413,15 +384,13 @@ TEST_F(Llama2cSynthetic, OddHeadSizeIsRejected) {
   std::vector<char> bytes = readBytes(synth("odd.bin", c, 1));
   patchInt32(bytes, 8 + 0, 24); // dim 24 over 8 heads: head size 3
   std::string error = openError(bytes);
-  EXPECT_NE(error.find("head size 3 (dim / n_heads) is odd"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("head size 3 (dim / n_heads) is odd"), std::string::npos) << error;
 }
 
 TEST_F(Llama2cSynthetic, NegativeVocabMeansSeparateOnlyInLegacy) {
   std::vector<char> v1 = readBytes(synth("negv1.bin", tinyConfig(), 1));
   patchInt32(v1, 8 + 20, -512);
-  EXPECT_NE(openError(v1).find("v1 header: vocab_size is -512"),
-            std::string::npos);
+  EXPECT_NE(openError(v1).find("v1 header: vocab_size is -512"), std::string::npos);
   // A legacy file whose vocab turns negative now promises an extra classifier
   // the file does not have.
   std::vector<char> legacy = readBytes(synth("neg.bin", tinyConfig(), 0));
@@ -441,14 +410,12 @@ TEST_F(Llama2cSynthetic, BadV1MagicAndVersionAreRejected) {
   bytes = good;
   patchInt32(bytes, 4, 2);
   error = openError(bytes);
-  EXPECT_NE(error.find("v1 header: unsupported version 2"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("v1 header: unsupported version 2"), std::string::npos) << error;
 
   bytes = good;
   bytes[8 + 28] = 7;
   error = openError(bytes);
-  EXPECT_NE(error.find("shared_classifier byte is 7"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("shared_classifier byte is 7"), std::string::npos) << error;
 }
 
 TEST_F(Llama2cSynthetic, HugeDimsReportOverflowNotCrash) {
@@ -472,8 +439,8 @@ TEST_F(Llama2cSynthetic, HugeDimsReportOverflowNotCrash) {
 
 TEST_F(Llama2cSynthetic, HeaderByteCorruptionNeverCrashes) {
   for (int version : {0, 1}) {
-    std::vector<char> good = readBytes(synth(
-        "fuzz" + std::to_string(version) + ".bin", tinyConfig(), version));
+    std::vector<char> good =
+        readBytes(synth("fuzz" + std::to_string(version) + ".bin", tinyConfig(), version));
     // Header bytes only: legacy's 28, v1's magic..shared byte (37).
     const size_t headerBytes = version == 1 ? 37 : 28;
     for (size_t offset = 0; offset < headerBytes; ++offset) {
@@ -499,8 +466,7 @@ TEST_F(Llama2cSynthetic, HeaderByteCorruptionNeverCrashes) {
 }
 
 TEST_F(Llama2cSynthetic, MissingAndNonRegularFiles) {
-  ErrorOr<Llama2cCheckpoint> missing =
-      Llama2cCheckpoint::open(path("nope.bin"));
+  ErrorOr<Llama2cCheckpoint> missing = Llama2cCheckpoint::open(path("nope.bin"));
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.message().find("nope.bin: cannot open"), std::string::npos)
       << missing.message();
@@ -515,8 +481,7 @@ TEST_F(Llama2cSynthetic, WriterRejectsInvalidShapes) {
   c.nKvHeads = 3;
   Status s = writeSyntheticModel(path("bad.bin"), c, 0, 1);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("not a multiple of n_kv_heads"),
-            std::string::npos);
+  EXPECT_NE(s.message().find("not a multiple of n_kv_heads"), std::string::npos);
   EXPECT_FALSE(fs::exists(path("bad.bin")));
   EXPECT_FALSE(writeSyntheticModel(path("bad.bin"), tinyConfig(), 2, 1));
 }

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <stdlib.h>
 #include <fstream>
 #include <iterator>
+#include <stdlib.h>
 
 namespace quill::test {
 
@@ -51,9 +51,8 @@ uint16_t toBf16Bits(float value) {
 float fromF16Bits(uint16_t bits) {
   int exponent = (bits >> 10) & 0x1F;
   int mantissa = bits & 0x3FF;
-  float magnitude = exponent == 0
-                        ? std::ldexp(float(mantissa), -24)
-                        : std::ldexp(float(1024 + mantissa), exponent - 25);
+  float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                                  : std::ldexp(float(1024 + mantissa), exponent - 25);
   return (bits & 0x8000) ? -magnitude : magnitude;
 }
 
@@ -93,9 +92,7 @@ void GgufWriter::setAlignment(uint32_t alignment) {
   addU32("general.alignment", alignment);
 }
 
-static void putString(ByteBuilder &b, const std::string &s) {
-  b.put<uint64_t>(s.size()).append(s);
-}
+static void putString(ByteBuilder &b, const std::string &s) { b.put<uint64_t>(s.size()).append(s); }
 
 void GgufWriter::addRaw(const std::string &key, uint32_t type,
                         const std::vector<uint8_t> &payload) {
@@ -122,8 +119,7 @@ void GgufWriter::addBool(const std::string &key, bool value) {
   addRaw(key, kBool, ByteBuilder().put<uint8_t>(value).bytes);
 }
 
-void GgufWriter::addStrings(const std::string &key,
-                            const std::vector<std::string> &v) {
+void GgufWriter::addStrings(const std::string &key, const std::vector<std::string> &v) {
   ByteBuilder p;
   p.put<uint32_t>(kString).put<uint64_t>(v.size());
   for (const std::string &s : v)
@@ -139,8 +135,7 @@ void GgufWriter::addF32s(const std::string &key, const std::vector<float> &v) {
   addRaw(key, kArray, p.bytes);
 }
 
-void GgufWriter::addI32s(const std::string &key,
-                         const std::vector<int32_t> &v) {
+void GgufWriter::addI32s(const std::string &key, const std::vector<int32_t> &v) {
   ByteBuilder p;
   p.put<uint32_t>(kI32).put<uint64_t>(v.size());
   for (int32_t i : v)
@@ -148,8 +143,8 @@ void GgufWriter::addI32s(const std::string &key,
   addRaw(key, kArray, p.bytes);
 }
 
-void GgufWriter::addTensor(const std::string &name, std::vector<uint64_t> dims,
-                           uint32_t ggmlType, std::vector<uint8_t> data) {
+void GgufWriter::addTensor(const std::string &name, std::vector<uint64_t> dims, uint32_t ggmlType,
+                           std::vector<uint8_t> data) {
   tensors_.push_back({name, std::move(dims), ggmlType, std::move(data)});
 }
 
@@ -159,9 +154,7 @@ std::vector<uint8_t> GgufWriter::bytes() const {
   out.put<uint32_t>(version_);
   out.put<uint64_t>(tensors_.size()).put<uint64_t>(kvCount_);
   out.append(kv_.bytes);
-  auto align = [&](uint64_t n) {
-    return (n + alignment_ - 1) / alignment_ * alignment_;
-  };
+  auto align = [&](uint64_t n) { return (n + alignment_ - 1) / alignment_ * alignment_; };
   uint64_t offset = 0;
   for (const Tensor &t : tensors_) {
     putString(out, t.name);
@@ -179,15 +172,13 @@ std::vector<uint8_t> GgufWriter::bytes() const {
   return out.bytes;
 }
 
-std::vector<uint8_t> safetensorsBytes(const std::string &header,
-                                      const std::vector<uint8_t> &data) {
+std::vector<uint8_t> safetensorsBytes(const std::string &header, const std::vector<uint8_t> &data) {
   ByteBuilder out;
   out.put<uint64_t>(header.size()).append(header).append(data);
   return out.bytes;
 }
 
-std::vector<uint8_t>
-safetensorsBytes(const std::vector<SafetensorSpec> &tensors) {
+std::vector<uint8_t> safetensorsBytes(const std::vector<SafetensorSpec> &tensors) {
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   std::vector<uint8_t> data;
   for (const SafetensorSpec &t : tensors) {
@@ -204,8 +195,7 @@ safetensorsBytes(const std::vector<SafetensorSpec> &tensors) {
   return safetensorsBytes(header, data);
 }
 
-TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed,
-                           float (*round)(float)) {
+TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed, float (*round)(float)) {
   TensorMap tensors;
   for (const Llama2cBlock &block : llama2cFileLayout(config, 1)) {
     int64_t count = 1;
@@ -220,12 +210,10 @@ TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed,
   return tensors;
 }
 
-void writeLlama2cV1(const std::string &path, const ModelConfig &c,
-                    const TensorMap &tensors) {
+void writeLlama2cV1(const std::string &path, const ModelConfig &c, const TensorMap &tensors) {
   ByteBuilder out;
   out.put<uint32_t>(kLlama2cV1Magic).put<int32_t>(1);
-  for (int32_t field : {c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads,
-                        c.vocabSize, c.seqLen})
+  for (int32_t field : {c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen})
     out.put(field);
   out.put<uint8_t>(c.sharedClassifier ? 1 : 0);
   out.bytes.resize(kLlama2cV1HeaderBytes, 0);
@@ -234,8 +222,7 @@ void writeLlama2cV1(const std::string &path, const ModelConfig &c,
   writeBytes(path, out.bytes);
 }
 
-std::vector<float> permuteToRotateHalf(const std::vector<float> &values,
-                                       int64_t rows, int64_t cols,
+std::vector<float> permuteToRotateHalf(const std::vector<float> &values, int64_t rows, int64_t cols,
                                        int64_t headDim) {
   std::vector<float> out(values.size());
   const int64_t half = headDim / 2;
@@ -251,12 +238,11 @@ SmallByteLevelVocab smallByteLevelVocab() {
   SmallByteLevelVocab v;
   for (int b = 0; b < 256; ++b)
     v.pieces.push_back(std::string(1, char(b)));
-  for (const char *p : {"he", "ll", "hell", "hello", " w", "or", " wor", "ld",
-                        " world", "<|end|>", "<|bos|>", "el", "hlo"})
+  for (const char *p : {"he", "ll", "hell", "hello", " w", "or", " wor", "ld", " world", "<|end|>",
+                        "<|bos|>", "el", "hlo"})
     v.pieces.push_back(p);
-  v.merges = {{"h", "e"},     {"l", "l"}, {"he", "ll"}, {"hell", "o"},
-              {" ", "w"},     {"o", "r"}, {" w", "or"}, {"l", "d"},
-              {" wor", "ld"}, {"e", "l"}};
+  v.merges = {{"h", "e"}, {"l", "l"},   {"he", "ll"}, {"hell", "o"},  {" ", "w"},
+              {"o", "r"}, {" w", "or"}, {"l", "d"},   {" wor", "ld"}, {"e", "l"}};
   v.controlIds = {265, 266};
   return v;
 }
@@ -280,8 +266,7 @@ const char *const kHfLayerNames[] = {
     "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
 
 /// (layer, index into kLayerNames) of a per-layer canonical name.
-bool splitLayerName(const std::string &canonical, std::string &layer,
-                    size_t &kind) {
+bool splitLayerName(const std::string &canonical, std::string &layer, size_t &kind) {
   size_t dot = canonical.find('.', 7);
   if (canonical.compare(0, 7, "layers.") != 0 || dot == std::string::npos)
     return false;
@@ -322,8 +307,7 @@ std::string hfTensorName(const std::string &canonical) {
   return "model.layers." + layer + "." + kHfLayerNames[kind] + ".weight";
 }
 
-EncodedTensor encodeTensor(const std::vector<float> &values,
-                           const std::string &dtype) {
+EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &dtype) {
   EncodedTensor t;
   if (dtype == "Q8_0") {
     t.bytes = quantizeQ8_0(values, &t.stored);
@@ -342,11 +326,10 @@ EncodedTensor encodeTensor(const std::vector<float> &values,
   return t;
 }
 
-std::vector<uint8_t>
-llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
-               const std::string &matrixType, uint32_t version,
-               TensorMap *stored,
-               const std::function<void(GgufWriter &)> &extra) {
+std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
+                                    const std::string &matrixType, uint32_t version,
+                                    TensorMap *stored,
+                                    const std::function<void(GgufWriter &)> &extra) {
   GgufWriter w(version);
   w.addString("general.architecture", "llama");
   w.addU32("llama.embedding_length", uint32_t(c.dim));
@@ -368,8 +351,7 @@ llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
     std::vector<int64_t> shape = canonicalShape(c, name);
     bool norm = shape.size() == 1;
     EncodedTensor t = encodeTensor(values.at(name), norm ? "F32" : matrixType);
-    w.addTensor(ggufTensorName(name),
-                std::vector<uint64_t>(shape.rbegin(), shape.rend()),
+    w.addTensor(ggufTensorName(name), std::vector<uint64_t>(shape.rbegin(), shape.rend()),
                 norm ? kGgmlF32 : type, std::move(t.bytes));
     if (stored)
       (*stored)[name] = std::move(t.stored);
@@ -400,28 +382,23 @@ std::string hfConfigJson(const ModelConfig &c, const std::string &extra) {
   field("bos_token_id", std::to_string(c.bosId));
   field("eos_token_id", std::to_string(c.eosId));
   s += extra;
-  s += "  \"tie_word_embeddings\": " +
-       std::string(c.sharedClassifier ? "true" : "false") + "\n}\n";
+  s += "  \"tie_word_embeddings\": " + std::string(c.sharedClassifier ? "true" : "false") + "\n}\n";
   return s;
 }
 
-std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c,
-                                          const TensorMap &values,
-                                          const std::string &dtype,
-                                          TensorMap *stored) {
+std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c, const TensorMap &values,
+                                          const std::string &dtype, TensorMap *stored) {
   std::vector<SafetensorSpec> specs;
   for (const std::string &name : llama2cCanonicalNames(c)) {
     std::vector<int64_t> shape = canonicalShape(c, name);
     EncodedTensor t = encodeTensor(values.at(name), dtype);
-    bool qk =
-        name.size() > 3 && (name.compare(name.size() - 3, 3, ".wq") == 0 ||
-                            name.compare(name.size() - 3, 3, ".wk") == 0);
+    bool qk = name.size() > 3 && (name.compare(name.size() - 3, 3, ".wq") == 0 ||
+                                  name.compare(name.size() - 3, 3, ".wk") == 0);
     if (qk) // Stored rotate-half; the encoding is per element, so permuting
             // the values and re-encoding gives the permuted bytes.
-      t.bytes = encodeTensor(permuteToRotateHalf(values.at(name), shape[0],
-                                                 shape[1], c.headDim()),
-                             dtype)
-                    .bytes;
+      t.bytes =
+          encodeTensor(permuteToRotateHalf(values.at(name), shape[0], shape[1], c.headDim()), dtype)
+              .bytes;
     specs.push_back({hfTensorName(name), dtype, shape, std::move(t.bytes)});
     if (stored)
       (*stored)[name] = std::move(t.stored);
@@ -442,12 +419,10 @@ void writeHfCheckpoint(const std::string &dir, const ModelConfig &c,
   for (int s = 0; s < shards; ++s) {
     std::vector<SafetensorSpec> part;
     char file[64];
-    std::snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", s + 1,
-                  shards);
+    std::snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", s + 1, shards);
     for (size_t i = size_t(s); i < specs.size(); i += size_t(shards)) {
       part.push_back(specs[i]);
-      index += std::string(first ? "" : ", ") + "\"" + specs[i].name +
-               "\": \"" + file + "\"";
+      index += std::string(first ? "" : ", ") + "\"" + specs[i].name + "\": \"" + file + "\"";
       first = false;
     }
     writeBytes(dir + "/" + file, safetensorsBytes(part));
@@ -512,8 +487,7 @@ const std::string &scratchRoot() {
     std::string path;
     Root() {
       std::string pattern =
-          (std::filesystem::temp_directory_path() / "quill-formats-XXXXXX")
-              .string();
+          (std::filesystem::temp_directory_path() / "quill-formats-XXXXXX").string();
       path = ::mkdtemp(pattern.data());
     }
     ~Root() {
@@ -536,8 +510,7 @@ void writeBytes(const std::string &path, const std::vector<uint8_t> &bytes) {
   // wait on the disk.
   std::remove(path.c_str());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(bytes.data()),
-            std::streamsize(bytes.size()));
+  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
 }
 
 void writeText(const std::string &path, const std::string &text) {

@@ -84,11 +84,10 @@ public:
   void addF32s(const std::string &key, const std::vector<float> &v);
   void addI32s(const std::string &key, const std::vector<int32_t> &v);
   /// A key with a hand-encoded value (type + payload bytes).
-  void addRaw(const std::string &key, uint32_t type,
-              const std::vector<uint8_t> &payload);
+  void addRaw(const std::string &key, uint32_t type, const std::vector<uint8_t> &payload);
   /// `dims` in GGUF order (ne[0], the row length, first).
-  void addTensor(const std::string &name, std::vector<uint64_t> dims,
-                 uint32_t ggmlType, std::vector<uint8_t> data);
+  void addTensor(const std::string &name, std::vector<uint64_t> dims, uint32_t ggmlType,
+                 std::vector<uint8_t> data);
   std::vector<uint8_t> bytes() const;
 
 private:
@@ -112,29 +111,24 @@ struct SafetensorSpec {
   std::vector<uint8_t> data;
 };
 /// A safetensors file holding `tensors` back to back in the given order.
-std::vector<uint8_t>
-safetensorsBytes(const std::vector<SafetensorSpec> &tensors);
+std::vector<uint8_t> safetensorsBytes(const std::vector<SafetensorSpec> &tensors);
 /// The same with a hand-written header (for lying headers) and data.
-std::vector<uint8_t> safetensorsBytes(const std::string &header,
-                                      const std::vector<uint8_t> &data);
+std::vector<uint8_t> safetensorsBytes(const std::string &header, const std::vector<uint8_t> &data);
 
 /// Canonical tensor name -> row-major fp32 values.
 using TensorMap = std::map<std::string, std::vector<float>>;
 
 /// Synthetic weights for `config` (SyntheticModel's values) under canonical
 /// names, each passed through `round` (e.g. to F16 precision).
-TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed,
-                           float (*round)(float));
+TensorMap syntheticTensors(const ModelConfig &config, uint64_t seed, float (*round)(float));
 
 /// Writes a llama2.c version-1 checkpoint of `tensors` (the test oracle's
 /// input: ReferenceModel reads it with its own reader).
-void writeLlama2cV1(const std::string &path, const ModelConfig &config,
-                    const TensorMap &tensors);
+void writeLlama2cV1(const std::string &path, const ModelConfig &config, const TensorMap &tensors);
 
 /// Rows of a [rows, cols] Q or K matrix permuted into Hugging Face's
 /// rotate-half order: stored row h*hd + j*hd/2 + i = row h*hd + 2i + j.
-std::vector<float> permuteToRotateHalf(const std::vector<float> &values,
-                                       int64_t rows, int64_t cols,
+std::vector<float> permuteToRotateHalf(const std::vector<float> &values, int64_t rows, int64_t cols,
                                        int64_t headDim);
 
 /// The byte-level vocabulary the tokenizer tests share (raw bytes): ids
@@ -160,18 +154,16 @@ struct EncodedTensor {
   std::vector<uint8_t> bytes;
   std::vector<float> stored;
 };
-EncodedTensor encodeTensor(const std::vector<float> &values,
-                           const std::string &dtype);
+EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &dtype);
 
 /// A llama GGUF of `values`: hyperparameters from `c`, matrices and the
 /// embedding as `matrixType`, norms F32 (as llama.cpp stores them), and
 /// `extra` metadata (a tokenizer, overrides). `stored` receives the values
 /// import must return, by canonical name.
-std::vector<uint8_t>
-llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
-               const std::string &matrixType, uint32_t version,
-               TensorMap *stored,
-               const std::function<void(GgufWriter &)> &extra = {});
+std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
+                                    const std::string &matrixType, uint32_t version,
+                                    TensorMap *stored,
+                                    const std::function<void(GgufWriter &)> &extra = {});
 
 /// config.json for `c` (LlamaForCausalLM), with `extra` raw JSON members
 /// inserted before the last one (a repeated key overrides: the reader keeps
@@ -180,10 +172,8 @@ std::string hfConfigJson(const ModelConfig &c, const std::string &extra = "");
 /// The tensors of `values` as a Hugging Face checkpoint stores them: HF
 /// names, Q/K rows in rotate-half order, values in `dtype` ("F32", "F16",
 /// "BF16"). `stored` receives what import must return (Quill's layout).
-std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c,
-                                          const TensorMap &values,
-                                          const std::string &dtype,
-                                          TensorMap *stored);
+std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c, const TensorMap &values,
+                                          const std::string &dtype, TensorMap *stored);
 /// Writes config.json and model.safetensors into `dir`, or `shards` files
 /// named model-0000i-of-0000n.safetensors with model.safetensors.index.json.
 void writeHfCheckpoint(const std::string &dir, const ModelConfig &c,

@@ -56,8 +56,8 @@ TEST(PagedKVCache, CreateSizesAZeroedAlignedPool) {
   EXPECT_EQ(cache->peakUsedBlocks(), 0);
   EXPECT_EQ(cache->bytesInUse(), 0u);
   EXPECT_EQ(cache->liveSequences(), 0);
-  EXPECT_EQ(cache->layout().blockBytes(), 32u);  // 4 rows x 8 bytes.
-  EXPECT_EQ(cache->bytesPerBlock(), 128u);       // 4 sections x 32 bytes.
+  EXPECT_EQ(cache->layout().blockBytes(), 32u); // 4 rows x 8 bytes.
+  EXPECT_EQ(cache->bytesPerBlock(), 128u);      // 4 sections x 32 bytes.
   EXPECT_EQ(cache->poolBytes(), 1280u);
   auto *base = static_cast<uint8_t *>(cache->data());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 64, 0u);

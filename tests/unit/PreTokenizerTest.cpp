@@ -22,12 +22,8 @@ Pieces split(const std::string &text, std::vector<PreTokenizeStep> steps) {
   return out;
 }
 
-Pieces gpt2(const std::string &text) {
-  return split(text, {PreTokenizeStep::Gpt2});
-}
-Pieces llama3(const std::string &text) {
-  return split(text, {PreTokenizeStep::Llama3});
-}
+Pieces gpt2(const std::string &text) { return split(text, {PreTokenizeStep::Gpt2}); }
+Pieces llama3(const std::string &text) { return split(text, {PreTokenizeStep::Llama3}); }
 
 } // namespace
 
@@ -75,16 +71,14 @@ TEST(Unicode, DecodeUtf8) {
 
 TEST(PreTokenizer, Gpt2Words) {
   EXPECT_EQ(gpt2("Hello world"), Pieces({"Hello", " world"}));
-  EXPECT_EQ(gpt2("h\xC3\xA9llo w\xC3\xB6rld"),
-            Pieces({"h\xC3\xA9llo", " w\xC3\xB6rld"}));
+  EXPECT_EQ(gpt2("h\xC3\xA9llo w\xC3\xB6rld"), Pieces({"h\xC3\xA9llo", " w\xC3\xB6rld"}));
   EXPECT_EQ(gpt2("3.14 apples"), Pieces({"3", ".", "14", " apples"}));
   EXPECT_EQ(gpt2("it's 2024!!"), Pieces({"it", "'s", " 2024", "!!"}));
   EXPECT_EQ(gpt2("a ,b"), Pieces({"a", " ,", "b"}));
 }
 
 TEST(PreTokenizer, Gpt2ContractionsAreCaseSensitive) {
-  EXPECT_EQ(gpt2("I'm we'll they're"),
-            Pieces({"I", "'m", " we", "'ll", " they", "'re"}));
+  EXPECT_EQ(gpt2("I'm we'll they're"), Pieces({"I", "'m", " we", "'ll", " they", "'re"}));
   EXPECT_EQ(gpt2("HE'S"), Pieces({"HE", "'", "S"}));
   EXPECT_EQ(gpt2("'st"), Pieces({"'s", "t"}));
 }
@@ -124,12 +118,10 @@ TEST(PreTokenizer, Llama3NewlinesAndPunctuation) {
 }
 
 TEST(PreTokenizer, DigitsThenGpt2AsSmolLM) {
-  EXPECT_EQ(
-      split("abc123 d", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
-      Pieces({"abc", "1", "2", "3", " d"}));
-  EXPECT_EQ(
-      split("a 12", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
-      Pieces({"a", " ", "1", "2"}));
+  EXPECT_EQ(split("abc123 d", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
+            Pieces({"abc", "1", "2", "3", " d"}));
+  EXPECT_EQ(split("a 12", {PreTokenizeStep::SplitDigits, PreTokenizeStep::Gpt2}),
+            Pieces({"a", " ", "1", "2"}));
 }
 
 TEST(PreTokenizer, PiecesAlwaysCoverTheTextExactly) {

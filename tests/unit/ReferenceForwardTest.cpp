@@ -45,15 +45,14 @@ std::vector<std::string> readPieces(const std::string &path, int vocabSize) {
 
 /// llama2.c's decode(): drop the leading space of the piece after BOS and
 /// turn "<0xNN>" byte pieces into the raw byte.
-std::string decodePiece(const std::vector<std::string> &pieces, int prev,
-                        int token) {
+std::string decodePiece(const std::vector<std::string> &pieces, int prev, int token) {
   std::string piece = pieces[size_t(token)];
   if (prev == 1 && !piece.empty() && piece[0] == ' ')
     piece.erase(0, 1);
   unsigned int byte = 0;
   char tail = 0;
-  if (piece.size() == 6 &&
-      std::sscanf(piece.c_str(), "<0x%02X%c", &byte, &tail) == 2 && tail == '>')
+  if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%02X%c", &byte, &tail) == 2 &&
+      tail == '>')
     piece = std::string(1, char(byte));
   return piece;
 }
@@ -67,8 +66,7 @@ int argmax(const std::vector<float> &v) {
 TEST(ReferenceForward, GreedyStories260KMatchesLlama2c) {
   const std::string model = sharedPath("models/stories260K/stories260K.bin");
   const std::string tokenizer = sharedPath("models/stories260K/tok512.bin");
-  const std::string expectedPath =
-      sharedPath("models/stories260K/expected-greedy-200.txt");
+  const std::string expectedPath = sharedPath("models/stories260K/expected-greedy-200.txt");
   if (!exists(model) || !exists(tokenizer) || !exists(expectedPath))
     GTEST_SKIP() << "stories260K files not found under " << QUILL_SHARED_DIR;
 

@@ -120,7 +120,8 @@ TEST(RowAssembly, AStepOfDecodeRowsOnlyIsDecodeOnly) {
   std::vector<RowPlan> plans = planRows(*m.cache, m.live, 8, false);
   ASSERT_TRUE(claimPositions(*m.cache, m.live, plans));
   std::vector<int32_t> tokens(8), positions(8), tables(8 * 12);
-  auto rows = writeRows(*m.cache, m.live, plans, {tokens.data(), positions.data(), tables.data(), 12});
+  auto rows =
+      writeRows(*m.cache, m.live, plans, {tokens.data(), positions.data(), tables.data(), 12});
   ASSERT_TRUE(rows.isOk());
   EXPECT_EQ(rows->rows, 2);
   EXPECT_EQ(rows->logitRows, 2);
@@ -148,7 +149,8 @@ TEST(RowAssembly, ATableWiderThanTheRowsIsAnError) {
   ASSERT_TRUE(claimPositions(*m.cache, m.live, plans));
   std::vector<int32_t> tokens(8), positions(8), tables(8);
   // Sequence 0 holds 2 blocks (6 positions); a row's table has 1 entry.
-  auto rows = writeRows(*m.cache, m.live, plans, {tokens.data(), positions.data(), tables.data(), 1});
+  auto rows =
+      writeRows(*m.cache, m.live, plans, {tokens.data(), positions.data(), tables.data(), 1});
   ASSERT_FALSE(rows.isOk());
   EXPECT_NE(rows.message().find("internal error"), std::string::npos) << rows.message();
 }

@@ -2,11 +2,11 @@
 // penalties, logit bias) on hand-worked inputs, the order --samplers sets,
 // parsing and validation of the knobs, the edge cases every strategy must
 // agree on, logprobs, and thread-count invariance of all of it.
+#include "SamplerTestSupport.h"
 #include "runtime/sampling/Logprobs.h"
 #include "runtime/sampling/PenaltyPasses.h"
 #include "runtime/sampling/Random.h"
 #include "runtime/sampling/Sampler.h"
-#include "SamplerTestSupport.h"
 #include "runtime/sampling/SamplerPasses.h"
 #include "runtime/sampling/SamplingParams.h"
 
@@ -49,8 +49,7 @@ std::vector<int32_t> drawSequence(SamplerChain &chain,
                                   const std::vector<std::vector<float>> &steps) {
   std::vector<int32_t> out;
   for (const auto &logits : steps)
-    out.push_back(
-        chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
+    out.push_back(chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
   return out;
 }
 
@@ -152,8 +151,8 @@ TEST(SamplingParamsChain, ParsesLogitBiases) {
   EXPECT_EQ(parsed("7=+1").bias, 1.0f);
   EXPECT_EQ(parsed(" 7 = -3 ").bias, -3.0f);
   EXPECT_EQ(parsed("0=-1e99").bias, -kInf); // overflow toward a ban
-  for (const char *bad : {"13", "=5", "13=", "x=1", "1.5=2", "13=abc",
-                          "13=2x", "13=nan", "13=inf", "-1=2", "99999999999=1"})
+  for (const char *bad : {"13", "=5", "13=", "x=1", "1.5=2", "13=abc", "13=2x", "13=nan", "13=inf",
+                          "-1=2", "99999999999=1"})
     EXPECT_FALSE(parseLogitBias(bad).isOk()) << bad;
   EXPECT_EQ(parseLogitBias("13").message(),
             "invalid --logit-bias '13': expected ID=VALUE, e.g. 13=-inf or 13=2.5");
@@ -167,10 +166,8 @@ TEST(SamplingParamsChain, ParsesLogitBiases) {
 
 TEST(MinPPass, KeepsTokensWithinAFactorOfTheBest) {
   // p = 0.5, 0.3, 0.15, 0.05: min-p 0.2 cuts at 0.1, min-p 0.5 at 0.25.
-  for (auto [minP, expected] :
-       std::vector<std::pair<float, std::vector<int32_t>>>{
-           {0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.05f, {0, 1, 2, 3}},
-           {1.0f, {0}}}) {
+  for (auto [minP, expected] : std::vector<std::pair<float, std::vector<int32_t>>>{
+           {0.2f, {0, 1, 2}}, {0.5f, {0, 1}}, {0.05f, {0, 1, 2, 3}}, {1.0f, {0}}}) {
     CandidateSet set(logsOf({0.5, 0.3, 0.15, 0.05}));
     SamplerContext ctx;
     MinPPass(minP).apply(set.c, ctx);
@@ -288,8 +285,7 @@ TEST(PenaltiesPass, KeepsMaskedTokensMasked) {
 TEST(LogitBiasPass, AddsBiasesAndBans) {
   // Repeated ids add up; out-of-range ids are ignored; a -inf ban beats a
   // +inf logit.
-  LogitBiasPass pass(
-      {{0, 1.0f}, {2, -kInf}, {0, 0.5f}, {3, -kInf}, {99, 4.0f}});
+  LogitBiasPass pass({{0, 1.0f}, {2, -kInf}, {0, 0.5f}, {3, -kInf}, {99, 4.0f}});
   CandidateSet set({1.0f, 2.0f, 3.0f, kInf});
   SamplerContext ctx;
   pass.apply(set.c, ctx);
@@ -316,15 +312,13 @@ TEST(SamplerChainOrder, DescribesEveryPassInOrder) {
             "logit-bias(3=2, 11=-inf, 4000=-1.5) -> penalties(last-n=32, "
             "repeat=1.3, frequency=0.1, presence=0.2) -> top-k(50) -> "
             "top-p(0.95) -> min-p(0.02) -> temperature(0.8) -> dist(seed=42)");
-  params.order = {ProcessorKind::Temperature, ProcessorKind::MinP,
-                  ProcessorKind::TopK};
+  params.order = {ProcessorKind::Temperature, ProcessorKind::MinP, ProcessorKind::TopK};
   EXPECT_EQ(SamplerChain::fromParams(params, nullptr).describe(),
             "logit-bias(3=2, 11=-inf, 4000=-1.5) -> temperature(0.8) -> "
             "min-p(0.02) -> top-k(50) -> dist(seed=42)");
   params.order = {};
   params.logitBias = {};
-  EXPECT_EQ(SamplerChain::fromParams(params, nullptr).describe(),
-            "dist(seed=42)");
+  EXPECT_EQ(SamplerChain::fromParams(params, nullptr).describe(), "dist(seed=42)");
   // Temperature 0: only what can move the argmax runs before greedy.
   params = everything(42);
   params.temperature = 0.0f;
@@ -376,8 +370,7 @@ TEST(SamplerChainOrder, PenaltiesAndBiasSteerGreedy) {
   EXPECT_EQ(tokens, std::vector<int32_t>({0, 1, 0, 1}));
   params = SamplingParams{0.0f, 0, 1.0f, 0};
   params.logitBias = {{0, -kInf}};
-  EXPECT_EQ(SamplerChain::fromParams(params, nullptr).sample(logits.data(), 3),
-            1);
+  EXPECT_EQ(SamplerChain::fromParams(params, nullptr).sample(logits.data(), 3), 1);
 }
 
 TEST(SamplerChainOrder, PromptTokensFeedThePenalties) {
@@ -405,8 +398,7 @@ TEST(SamplerEdgeCases, TopKOneIsGreedyForAnySeedAndOrder) {
     params.minP = 0.3f;
     SamplerChain topK1 = SamplerChain::fromParams(params, nullptr);
     EXPECT_EQ(drawSequence(topK1, steps), expected) << topK1.describe();
-    params.order = {ProcessorKind::Temperature, ProcessorKind::TopP,
-                    ProcessorKind::TopK};
+    params.order = {ProcessorKind::Temperature, ProcessorKind::TopP, ProcessorKind::TopK};
     SamplerChain reordered = SamplerChain::fromParams(params, nullptr);
     EXPECT_EQ(drawSequence(reordered, steps), expected) << reordered.describe();
   }
@@ -451,9 +443,8 @@ TEST(SamplerEdgeCases, TemperatureZeroIsGreedy) {
 
 TEST(SamplerEdgeCases, TiesBreakToTheLowestId) {
   std::vector<float> logits = {0.0f, 7.0f, 7.0f, 7.0f, 1.0f};
-  for (SamplingParams params :
-       {SamplingParams{0.0f, 0, 1.0f, 0}, SamplingParams{1.0f, 1, 1.0f, 3},
-        SamplingParams{1.0f, 0, 1e-6f, 3}}) {
+  for (SamplingParams params : {SamplingParams{0.0f, 0, 1.0f, 0}, SamplingParams{1.0f, 1, 1.0f, 3},
+                                SamplingParams{1.0f, 0, 1e-6f, 3}}) {
     SamplerChain chain = SamplerChain::fromParams(params, nullptr);
     EXPECT_EQ(chain.sample(logits.data(), 5), 1) << chain.describe();
   }
@@ -467,8 +458,7 @@ TEST(SamplerEdgeCases, TiesBreakToTheLowestId) {
 TEST(SamplerEdgeCases, AVocabularyOfOne) {
   float one = -3.0f, masked = -kInf, nan = kNaN;
   for (SamplingParams params :
-       {SamplingParams{0.0f, 0, 1.0f, 0}, SamplingParams{1.0f, 0, 1.0f, 1},
-        everything(2)}) {
+       {SamplingParams{0.0f, 0, 1.0f, 0}, SamplingParams{1.0f, 0, 1.0f, 1}, everything(2)}) {
     params.logitBias.clear(); // ids beyond a one-token vocabulary
     SamplerChain chain = SamplerChain::fromParams(params, nullptr);
     chain.enableLogprobs(3, LogprobsMode::Processed);
@@ -540,8 +530,7 @@ TEST(Logprobs, ProcessedAreTheSelectorsDistribution) {
     sawEach[token] = true;
     const StepLogprobs *record = chain.lastLogprobs();
     ASSERT_NE(record, nullptr);
-    EXPECT_NEAR(record->logprob,
-                std::log(token == 0 ? 0.25 / 0.34 : 0.09 / 0.34), 1e-6);
+    EXPECT_NEAR(record->logprob, std::log(token == 0 ? 0.25 / 0.34 : 0.09 / 0.34), 1e-6);
     ASSERT_EQ(record->top.size(), 2u); // token 2 was cut: never listed
     EXPECT_EQ(record->top[0].token, 0);
     EXPECT_EQ(record->top[1].token, 1);
@@ -588,8 +577,7 @@ TEST(Logprobs, TopKMatchesAFullSortAcrossChunks) {
   ASSERT_EQ(record->top.size(), 40u);
   for (int k = 0; k < 40; ++k) {
     EXPECT_EQ(record->top[k].token, order[k]) << "rank " << k;
-    EXPECT_NEAR(record->top[k].logprob,
-                logits[order[k]] - logits[order[0]] - std::log(sum), 1e-5);
+    EXPECT_NEAR(record->top[k].logprob, logits[order[k]] - logits[order[0]] - std::log(sum), 1e-5);
   }
 }
 
@@ -609,8 +597,8 @@ TEST(SamplerChainDeterminism, EveryPassGivesTheSameTokensAndLogprobs) {
     SamplingParams defaultOrder = everything(8);
     defaultOrder.topK = 0;
     SamplingParams reordered = everything(8);
-    reordered.order = {ProcessorKind::Temperature, ProcessorKind::MinP,
-                       ProcessorKind::Penalties, ProcessorKind::TopP};
+    reordered.order = {ProcessorKind::Temperature, ProcessorKind::MinP, ProcessorKind::Penalties,
+                       ProcessorKind::TopP};
     SamplingParams greedy = everything(8);
     greedy.temperature = 0.0f;
     for (SamplingParams params : {defaultOrder, reordered, greedy}) {
@@ -628,16 +616,15 @@ TEST(SamplerChainDeterminism, EveryPassGivesTheSameTokensAndLogprobs) {
             records[a].push_back(*chain.lastLogprobs());
           }
         }
-        std::string what = SamplerChain::fromParams(params, nullptr).describe() +
-                           " vocab " + std::to_string(vocab);
+        std::string what = SamplerChain::fromParams(params, nullptr).describe() + " vocab " +
+                           std::to_string(vocab);
         for (int a = 1; a < 3; ++a) {
           EXPECT_EQ(tokens[a], tokens[0]) << what;
           for (size_t s = 0; s < steps.size(); ++s) {
             const StepLogprobs &x = records[a][s], &y = records[0][s];
             EXPECT_EQ(std::memcmp(&x.logprob, &y.logprob, sizeof(float)), 0);
             ASSERT_EQ(x.top.size(), y.top.size()) << what;
-            EXPECT_EQ(std::memcmp(x.top.data(), y.top.data(),
-                                  x.top.size() * sizeof(TokenLogprob)),
+            EXPECT_EQ(std::memcmp(x.top.data(), y.top.data(), x.top.size() * sizeof(TokenLogprob)),
                       0)
                 << what;
           }
@@ -689,8 +676,7 @@ TEST(TopPPass, MatchesAFullSortAtLlamaScale) {
     std::vector<float> logits(n);
     for (float &logit : logits) {
       float u1 = (static_cast<float>(rng.nextU32() >> 8) + 1.0f) / 16777217.0f;
-      logit = sigma * std::sqrt(-2.0f * std::log(u1)) *
-              std::cos(6.2831853f * rng.nextFloat());
+      logit = sigma * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * rng.nextFloat());
     }
     std::vector<Candidate> reference = rankedByProbability(logits);
     SamplerContext ctx;

@@ -28,9 +28,8 @@ constexpr double kMargin = 1e-4;
 
 /// The fixed logits: twelve tokens, p from 0.27 down to 0.003.
 const std::vector<float> &fixtureLogits() {
-  static const std::vector<float> logits = {2.0f,  1.7f,  1.5f,  1.1f,
-                                            0.9f,  0.4f,  0.0f,  -0.3f,
-                                            -0.8f, -1.2f, -2.0f, -2.5f};
+  static const std::vector<float> logits = {2.0f, 1.7f,  1.5f,  1.1f,  0.9f,  0.4f,
+                                            0.0f, -0.3f, -0.8f, -1.2f, -2.0f, -2.5f};
   return logits;
 }
 
@@ -58,8 +57,8 @@ public:
   }
 
   /// counts: token -> occurrences in the window.
-  Reference &penalties(const std::map<int, int> &counts, double repeat,
-                       double frequency, double presence) {
+  Reference &penalties(const std::map<int, int> &counts, double repeat, double frequency,
+                       double presence) {
     for (auto [id, count] : counts) {
       double &l = logits_[id];
       l = l <= 0 ? l * repeat : l / repeat;
@@ -107,8 +106,7 @@ public:
     for (size_t i = 0; i < probs.size(); ++i) {
       if (probs[i] == 0.0)
         continue;
-      EXPECT_GT(std::abs(probs[i] / best - minP), kMargin)
-          << "borderline min-p fixture, id " << i;
+      EXPECT_GT(std::abs(probs[i] / best - minP), kMargin) << "borderline min-p fixture, id " << i;
       if (probs[i] < minP * best)
         logits_[i] = -kInfD;
     }
@@ -146,8 +144,7 @@ private:
 /// Token counts over kDraws samples of the fixture. A penalties window is
 /// fed before the first draw and again after each (a window of exactly
 /// window.size() tokens is then the same for every draw).
-std::vector<long> drawCounts(SamplingParams params,
-                             const std::vector<int32_t> &window = {}) {
+std::vector<long> drawCounts(SamplingParams params, const std::vector<int32_t> &window = {}) {
   if (!window.empty())
     params.repeatLastN = static_cast<int32_t>(window.size());
   SamplerChain chain = SamplerChain::fromParams(params, nullptr);
@@ -176,8 +173,7 @@ struct Fit {
   bool impossibleDrawn = false;
 };
 
-Fit chiSquare(const std::vector<long> &counts,
-              const std::vector<double> &expected) {
+Fit chiSquare(const std::vector<long> &counts, const std::vector<double> &expected) {
   Fit fit;
   long total = std::accumulate(counts.begin(), counts.end(), 0L);
   int categories = 0;
@@ -215,9 +211,8 @@ void expectFits(const SamplingParams &params, const Reference &reference,
   // In the XML report (--gtest_output=xml), for a look at the margins.
   ::testing::Test::RecordProperty("chi_square", std::to_string(fit.statistic));
   ::testing::Test::RecordProperty("critical_p001", std::to_string(critical));
-  EXPECT_LT(fit.statistic, critical)
-      << chain << ": chi-square " << fit.statistic << " with "
-      << fit.degreesOfFreedom << " degrees of freedom";
+  EXPECT_LT(fit.statistic, critical) << chain << ": chi-square " << fit.statistic << " with "
+                                     << fit.degreesOfFreedom << " degrees of freedom";
 }
 
 SamplingParams withSeed(uint64_t seed) {
@@ -281,16 +276,13 @@ TEST(SamplerStatistics, Penalties) {
   params.repeatPenalty = 1.3f;
   params.frequencyPenalty = 0.2f;
   params.presencePenalty = 0.4f;
-  expectFits(params,
-             Reference().penalties({{0, 2}, {2, 1}, {5, 1}}, 1.3f, 0.2f, 0.4f),
+  expectFits(params, Reference().penalties({{0, 2}, {2, 1}, {5, 1}}, 1.3f, 0.2f, 0.4f),
              {0, 0, 2, 5});
 }
 
 TEST(SamplerStatistics, LogitBias) {
   SamplingParams params = withSeed(108);
-  params.logitBias = {{1, -std::numeric_limits<float>::infinity()},
-                      {6, 2.0f},
-                      {3, -0.5f}};
+  params.logitBias = {{1, -std::numeric_limits<float>::infinity()}, {6, 2.0f}, {3, -0.5f}};
   expectFits(params, Reference().bias({{1, -kInfD}, {6, 2.0}, {3, -0.5}}));
 }
 
@@ -320,14 +312,13 @@ TEST(SamplerStatistics, TemperatureFirstThenTruncations) {
   // --samplers temperature,min-p,top-p,top-k: the truncations cut the
   // flattened distribution.
   SamplingParams params = withSeed(110);
-  params.order = {ProcessorKind::Temperature, ProcessorKind::MinP,
-                  ProcessorKind::TopP, ProcessorKind::TopK};
+  params.order = {ProcessorKind::Temperature, ProcessorKind::MinP, ProcessorKind::TopP,
+                  ProcessorKind::TopK};
   params.temperature = 1.5f;
   params.minP = 0.2f;
   params.topP = 0.9f;
   params.topK = 7;
-  expectFits(params,
-             Reference().temperature(1.5f).minP(0.2f).topP(0.9f).topK(7));
+  expectFits(params, Reference().temperature(1.5f).minP(0.2f).topP(0.9f).topK(7));
 }
 
 TEST(SamplerStatistics, TopKThenTopPAfterPenalties) {
@@ -337,7 +328,5 @@ TEST(SamplerStatistics, TopKThenTopPAfterPenalties) {
   params.repeatPenalty = 1.5f;
   params.topK = 4;
   params.topP = 0.75f;
-  expectFits(params,
-             Reference().penalties({{0, 1}}, 1.5f, 0.0, 0.0).topK(4).topP(0.75f),
-             {0});
+  expectFits(params, Reference().penalties({{0, 1}}, 1.5f, 0.0, 0.0).topK(4).topP(0.75f), {0});
 }

@@ -30,12 +30,8 @@ __attribute__((noinline)) void *operator new(std::size_t size) {
     return p;
   throw std::bad_alloc();
 }
-__attribute__((noinline)) void operator delete(void *p) noexcept {
-  std::free(p);
-}
-__attribute__((noinline)) void operator delete(void *p, std::size_t) noexcept {
-  std::free(p);
-}
+__attribute__((noinline)) void operator delete(void *p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 // The nothrow forms (std::stable_sort's temporary buffer uses them) must come
 // from the same allocator as the plain ones they are freed with.
 __attribute__((noinline)) void *operator new(std::size_t size, const std::nothrow_t &) noexcept {
@@ -52,13 +48,11 @@ using namespace quill::test;
 namespace {
 
 /// Frequencies of each id over n draws from one chain.
-std::vector<double> frequencies(SamplingParams params,
-                                const std::vector<float> &logits, int n) {
+std::vector<double> frequencies(SamplingParams params, const std::vector<float> &logits, int n) {
   SamplerChain chain = SamplerChain::fromParams(params, nullptr);
   std::vector<double> counts(logits.size(), 0.0);
   for (int i = 0; i < n; ++i) {
-    int32_t id =
-        chain.sample(logits.data(), static_cast<int32_t>(logits.size()));
+    int32_t id = chain.sample(logits.data(), static_cast<int32_t>(logits.size()));
     EXPECT_GE(id, 0);
     counts[id] += 1.0;
   }
@@ -68,14 +62,12 @@ std::vector<double> frequencies(SamplingParams params,
 }
 
 /// Draws n tokens of a fresh chain over the same logits.
-std::vector<int32_t>
-drawSequence(const SamplingParams &params, tbb::task_arena *arena,
-             const std::vector<std::vector<float>> &steps) {
+std::vector<int32_t> drawSequence(const SamplingParams &params, tbb::task_arena *arena,
+                                  const std::vector<std::vector<float>> &steps) {
   SamplerChain chain = SamplerChain::fromParams(params, arena);
   std::vector<int32_t> out;
   for (const auto &logits : steps)
-    out.push_back(
-        chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
+    out.push_back(chain.sample(logits.data(), static_cast<int32_t>(logits.size())));
   return out;
 }
 
@@ -94,8 +86,7 @@ std::vector<float> randomLogits(int32_t n, uint64_t seed) {
 constexpr int kDraws = 100000;
 constexpr double kTolerance = 0.01;
 
-void expectNear(const std::vector<double> &actual,
-                const std::vector<double> &expected) {
+void expectNear(const std::vector<double> &actual, const std::vector<double> &expected) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i)
     EXPECT_NEAR(actual[i], expected[i], kTolerance) << "id " << i;
@@ -114,19 +105,14 @@ TEST(SamplingParams, DefaultsAndEdgesAreValid) {
 }
 
 TEST(SamplingParams, RejectsOutOfRange) {
-  EXPECT_EQ(validate({1.0f, 0, 1.5f, 0}).message(),
-            "invalid --top-p 1.5: must be in (0, 1]");
-  EXPECT_EQ(validate({1.0f, 0, 0.0f, 0}).message(),
-            "invalid --top-p 0: must be in (0, 1]");
-  EXPECT_EQ(
-      validate({-1.0f, 0, 1.0f, 0}).message(),
-      "invalid --temp -1: must be a finite number >= 0 (0 = greedy)");
-  EXPECT_EQ(validate({1.0f, -3, 1.0f, 0}).message(),
-            "invalid --top-k -3: must be >= 0 (0 = off)");
+  EXPECT_EQ(validate({1.0f, 0, 1.5f, 0}).message(), "invalid --top-p 1.5: must be in (0, 1]");
+  EXPECT_EQ(validate({1.0f, 0, 0.0f, 0}).message(), "invalid --top-p 0: must be in (0, 1]");
+  EXPECT_EQ(validate({-1.0f, 0, 1.0f, 0}).message(),
+            "invalid --temp -1: must be a finite number >= 0 (0 = greedy)");
+  EXPECT_EQ(validate({1.0f, -3, 1.0f, 0}).message(), "invalid --top-k -3: must be >= 0 (0 = off)");
   Status nanTopP = validate({1.0f, 0, kNaN, 0});
   EXPECT_FALSE(nanTopP.isOk());
-  EXPECT_EQ(nanTopP.message().rfind("invalid --top-p nan", 0), 0u)
-      << nanTopP.message();
+  EXPECT_EQ(nanTopP.message().rfind("invalid --top-p nan", 0), 0u) << nanTopP.message();
   EXPECT_FALSE(validate({kNaN, 0, 1.0f, 0}).isOk());
   EXPECT_FALSE(validate({kInf, 0, 1.0f, 0}).isOk());
 }
@@ -283,8 +269,7 @@ TEST(SamplerPasses, GreedyTakesTheLowestIdOnTies) {
 //===----------------------------------------------------------------------===//
 
 TEST(SamplerChain, Describe) {
-  EXPECT_EQ(SamplerChain::fromParams({0.0f, 40, 0.9f, 1}, nullptr).describe(),
-            "greedy");
+  EXPECT_EQ(SamplerChain::fromParams({0.0f, 40, 0.9f, 1}, nullptr).describe(), "greedy");
   EXPECT_EQ(SamplerChain::fromParams({}, nullptr).describe(), "dist(seed=0)");
   // The default order: truncations first, the temperature last.
   EXPECT_EQ(SamplerChain::fromParams({0.8f, 40, 0.9f, 42}, nullptr).describe(),
@@ -315,9 +300,7 @@ TEST(SamplerChain, TopKOneIsArgmax) {
 }
 
 TEST(SamplerChain, PlainDrawsFollowTheDistribution) {
-  expectNear(
-      frequencies({1.0f, 0, 1.0f, 1234}, logsOf({0.5, 0.3, 0.2}), kDraws),
-      {0.5, 0.3, 0.2});
+  expectNear(frequencies({1.0f, 0, 1.0f, 1234}, logsOf({0.5, 0.3, 0.2}), kDraws), {0.5, 0.3, 0.2});
 }
 
 TEST(SamplerChain, TopPRenormalizesTheNucleus) {
@@ -327,8 +310,7 @@ TEST(SamplerChain, TopPRenormalizesTheNucleus) {
 }
 
 TEST(SamplerChain, TopKRenormalizesTheKept) {
-  expectNear(frequencies({1.0f, 2, 1.0f, 3}, logsOf({0.5, 0.3, 0.2}), kDraws),
-             {0.625, 0.375, 0.0});
+  expectNear(frequencies({1.0f, 2, 1.0f, 3}, logsOf({0.5, 0.3, 0.2}), kDraws), {0.625, 0.375, 0.0});
 }
 
 TEST(SamplerChain, TemperatureReshapes) {
@@ -350,8 +332,7 @@ TEST(SamplerChain, TopPCutsBeforeTheTemperatureByDefault) {
   // token already holds 0.658 > 0.6, so the nucleus is that one token.
   SamplingParams params{0.5f, 0, 0.6f, 13};
   params.order = {ProcessorKind::Temperature, ProcessorKind::TopP};
-  expectNear(frequencies(params, logsOf({0.5, 0.3, 0.2}), 1000),
-             {1.0, 0.0, 0.0});
+  expectNear(frequencies(params, logsOf({0.5, 0.3, 0.2}), 1000), {1.0, 0.0, 0.0});
 }
 
 TEST(SamplerChain, OneFloatPerSampledToken) {
@@ -361,8 +342,7 @@ TEST(SamplerChain, OneFloatPerSampledToken) {
   Random coins(77);
   std::vector<float> logits(4, 0.5f);
   for (int i = 0; i < 1000; ++i)
-    ASSERT_EQ(chain.sample(logits.data(), 4),
-              static_cast<int32_t>(coins.nextFloat() * 4.0f))
+    ASSERT_EQ(chain.sample(logits.data(), 4), static_cast<int32_t>(coins.nextFloat() * 4.0f))
         << "draw " << i;
 }
 
@@ -399,8 +379,7 @@ TEST(SamplerChain, NaNAndInfiniteLogits) {
 TEST(SamplerChain, VocabularyMayChangeBetweenCalls) {
   SamplerChain chain = SamplerChain::fromParams({1.0f, 0, 0.9f, 5}, nullptr);
   for (int32_t vocab : {3, 32000, 5, 20000}) {
-    std::vector<float> logits =
-        randomLogits(vocab, static_cast<uint64_t>(vocab));
+    std::vector<float> logits = randomLogits(vocab, static_cast<uint64_t>(vocab));
     int32_t id = chain.sample(logits.data(), vocab);
     EXPECT_GE(id, 0);
     EXPECT_LT(id, vocab);
@@ -427,8 +406,8 @@ TEST(SamplerChain, SteadyStateDoesNotAllocate) {
   greedyPenalized.temperature = 0.0f;
   for (const SamplingParams &params :
        {SamplingParams{0.0f, 0, 1.0f, 1}, SamplingParams{1.0f, 0, 1.0f, 1},
-        SamplingParams{0.8f, 40, 0.9f, 1}, SamplingParams{0.8f, 0, 0.9f, 1},
-        everything, processed, greedyPenalized}) {
+        SamplingParams{0.8f, 40, 0.9f, 1}, SamplingParams{0.8f, 0, 0.9f, 1}, everything, processed,
+        greedyPenalized}) {
     SamplerChain chain = SamplerChain::fromParams(params, nullptr);
     chain.sample(logits.data(), vocab); // first use sizes the buffers
     long before = gAllocations.load();
@@ -447,8 +426,7 @@ TEST(SamplerDeterminism, ProbabilitiesAreBitwiseIdentical) {
   std::vector<float> logits = randomLogits(vocab, 2024);
   tbb::task_arena one(1), two(2);
   std::vector<Candidate> reference;
-  for (tbb::task_arena *arena :
-       {static_cast<tbb::task_arena *>(nullptr), &one, &two}) {
+  for (tbb::task_arena *arena : {static_cast<tbb::task_arena *>(nullptr), &one, &two}) {
     CandidateSet set(logits);
     SamplerContext ctx(arena);
     computeProbabilities(set.c, ctx);
@@ -456,9 +434,7 @@ TEST(SamplerDeterminism, ProbabilitiesAreBitwiseIdentical) {
       reference = set.storage;
       continue;
     }
-    EXPECT_EQ(std::memcmp(reference.data(), set.storage.data(),
-                          sizeof(Candidate) * vocab),
-              0);
+    EXPECT_EQ(std::memcmp(reference.data(), set.storage.data(), sizeof(Candidate) * vocab), 0);
   }
 }
 

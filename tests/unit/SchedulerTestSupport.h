@@ -63,8 +63,8 @@ inline void fakeLogits(const std::vector<int32_t> &context, int32_t vocab, float
   for (int32_t t : context)
     h = mix(h + uint64_t(t) + 0x9e3779b97f4a7c15ull);
   for (int32_t v = 0; v < vocab; ++v)
-    out[v] = float(mix(h ^ (uint64_t(v) * 0x9e3779b97f4a7c15ull)) >> 40) / float(1 << 24) * 8.0f -
-             4.0f;
+    out[v] =
+        float(mix(h ^ (uint64_t(v) * 0x9e3779b97f4a7c15ull)) >> 40) / float(1 << 24) * 8.0f - 4.0f;
 }
 
 /// What greedy decoding of the fake model gives for `prompt`: up to
@@ -148,7 +148,8 @@ public:
     for (int32_t r = 0; r < logitRows; ++r) {
       std::vector<int32_t> context;
       for (int32_t p = 0; p <= positions_[r]; ++p)
-        context.push_back(int32_t(*slot(tables_[size_t(r) * width + p / blockSize], p % blockSize)));
+        context.push_back(
+            int32_t(*slot(tables_[size_t(r) * width + p / blockSize], p % blockSize)));
       fakeLogits(context, config_.vocabSize, logits_.data() + size_t(r) * config_.vocabSize);
     }
     steps.push_back(std::move(trace));
@@ -211,9 +212,10 @@ inline std::unique_ptr<PagedKVCache> makeTinyCache(int32_t numBlocks, int32_t bl
 /// A bare sequence (no sampler or output) of a new group of `width` for
 /// request `index`: `prompt` with `computed` of its positions in a new
 /// sequence of `cache`.
-inline std::unique_ptr<scheduler::Sequence>
-bareSequence(PagedKVCache &cache, const std::vector<int32_t> &prompt, int32_t computed,
-             int32_t maxPositions, int32_t width = 1, size_t index = 0) {
+inline std::unique_ptr<scheduler::Sequence> bareSequence(PagedKVCache &cache,
+                                                         const std::vector<int32_t> &prompt,
+                                                         int32_t computed, int32_t maxPositions,
+                                                         int32_t width = 1, size_t index = 0) {
   auto q = scheduler::SequenceFactory::candidate(index, width, prompt, maxPositions,
                                                  cache.createSequence());
   if (computed > 0) {
@@ -226,8 +228,7 @@ bareSequence(PagedKVCache &cache, const std::vector<int32_t> &prompt, int32_t co
 /// A bare member `member` of `q`'s group in a fork of its cache sequence
 /// (the group's live count is left to the test).
 inline std::unique_ptr<scheduler::Sequence> bareFork(PagedKVCache &cache,
-                                                     const scheduler::Sequence &q,
-                                                     int32_t member) {
+                                                     const scheduler::Sequence &q, int32_t member) {
   auto child = std::make_unique<scheduler::Sequence>();
   child->group = q.group;
   child->member = member;

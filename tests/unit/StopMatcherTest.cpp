@@ -18,8 +18,7 @@ namespace {
 
 /// Feeds pieces; returns what each push released, then the flush (or
 /// "<stop>" after a stop).
-std::vector<std::string> feed(StopMatcher &matcher,
-                              const std::vector<std::string> &pieces) {
+std::vector<std::string> feed(StopMatcher &matcher, const std::vector<std::string> &pieces) {
   std::vector<std::string> out;
   for (const std::string &piece : pieces) {
     StopMatcher::Outcome outcome = matcher.push(piece);
@@ -108,8 +107,7 @@ TEST(StopMatcher, MultiByteCharactersAreMatchedAsBytes) {
   // "é" is two bytes; a stop string may start in the middle of a token's
   // bytes and the held-back part is released whole when it is not a match.
   StopMatcher matcher({"\xC3\xA9t\xC3\xA9"}); // "été"
-  EXPECT_EQ(feed(matcher, {"l'\xC3", "\xA9t", "\xC3\xA9!"}),
-            Lines({"l'", "", "", "<stop>"}));
+  EXPECT_EQ(feed(matcher, {"l'\xC3", "\xA9t", "\xC3\xA9!"}), Lines({"l'", "", "", "<stop>"}));
   StopMatcher no({"\xC3\xA9t\xC3\xA9"});
   EXPECT_EQ(feed(no, {"l'\xC3", "\xA9tait"}), Lines({"l'", "\xC3\xA9tait", ""}));
 }

@@ -34,8 +34,7 @@ TEST(TensorConversion, EveryHalfMatchesTheTestsOwnDecoder) {
   for (uint32_t bits = 0; bits < 0x10000; ++bits) {
     if (((bits >> 10) & 0x1F) == 0x1F)
       continue; // Inf / NaN checked above.
-    ASSERT_EQ(halfToFloat(uint16_t(bits)), fromF16Bits(uint16_t(bits)))
-        << std::hex << bits;
+    ASSERT_EQ(halfToFloat(uint16_t(bits)), fromF16Bits(uint16_t(bits))) << std::hex << bits;
   }
 }
 
@@ -51,18 +50,14 @@ TEST(TensorConversion, BFloat16KnownBitPatterns) {
 }
 
 TEST(TensorConversion, ConvertRowsOfEachType) {
-  std::vector<uint8_t> f16 = ByteBuilder()
-                                 .put<uint16_t>(0x3C00)
-                                 .put<uint16_t>(0xB800)
-                                 .put<uint16_t>(0x4200)
-                                 .bytes;
+  std::vector<uint8_t> f16 =
+      ByteBuilder().put<uint16_t>(0x3C00).put<uint16_t>(0xB800).put<uint16_t>(0x4200).bytes;
   float out[3];
   convertToFloat(SourceDType::F16, f16.data(), 3, out);
   EXPECT_EQ(out[0], 1.0f);
   EXPECT_EQ(out[1], -0.5f);
   EXPECT_EQ(out[2], 3.0f);
-  std::vector<uint8_t> bf16 =
-      ByteBuilder().put<uint16_t>(0x3F80).put<uint16_t>(0xC2F6).bytes;
+  std::vector<uint8_t> bf16 = ByteBuilder().put<uint16_t>(0x3F80).put<uint16_t>(0xC2F6).bytes;
   convertToFloat(SourceDType::BF16, bf16.data(), 2, out);
   EXPECT_EQ(out[0], 1.0f);
   EXPECT_EQ(out[1], -123.0f);

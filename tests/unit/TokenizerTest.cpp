@@ -34,8 +34,7 @@ void appendScalar(std::vector<uint8_t> &out, const void *value, size_t n) {
 }
 
 /// Serializes pieces in llama2.c's tokenizer.bin layout.
-std::vector<uint8_t>
-serialize(const std::vector<std::pair<std::string, float>> &pieces) {
+std::vector<uint8_t> serialize(const std::vector<std::pair<std::string, float>> &pieces) {
   std::vector<uint8_t> out;
   int32_t maxLen = 0;
   for (const auto &p : pieces)
@@ -58,18 +57,16 @@ smallVocab(const std::vector<std::pair<std::string, float>> &extra) {
       {"<unk>", 0.0f}, {"\n<s>\n", 0.0f}, {"\n</s>\n", 0.0f}};
   const char *hex = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b)
-    pieces.push_back(
-        {std::string("<0x") + hex[b / 16] + hex[b % 16] + ">", 0.0f});
+    pieces.push_back({std::string("<0x") + hex[b / 16] + hex[b % 16] + ">", 0.0f});
   pieces.insert(pieces.end(), extra.begin(), extra.end());
   return pieces;
 }
 
-Tokenizer
-buildTokenizer(const std::vector<std::pair<std::string, float>> &extra) {
+Tokenizer buildTokenizer(const std::vector<std::pair<std::string, float>> &extra) {
   auto pieces = smallVocab(extra);
   auto bytes = serialize(pieces);
-  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(),
-                                  static_cast<int32_t>(pieces.size()), "small");
+  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), static_cast<int32_t>(pieces.size()),
+                                  "small");
   EXPECT_TRUE(tok.isOk()) << tok.message();
   return tok.take();
 }
@@ -120,8 +117,7 @@ TEST(TokenizerRules, TiesGoToTheLeftmostPair) {
 
 TEST(TokenizerRules, MergesRepeatUntilNoPairIsInTheVocab) {
   // " a" -> " ab" -> " abc": merges chain through the dummy prefix.
-  Tokenizer tok = buildTokenizer(
-      withLetters({{" a", -1.0f}, {" ab", -2.0f}, {" abc", -3.0f}}));
+  Tokenizer tok = buildTokenizer(withLetters({{" a", -1.0f}, {" ab", -2.0f}, {" abc", -3.0f}}));
   EXPECT_EQ(tok.encode("abc", true, true), Ids({1, 265, 2}));
   EXPECT_EQ(tok.encode("abcab", false, false), Ids({265, kA, kB}));
 }
@@ -137,8 +133,7 @@ TEST(TokenizerRules, ScoresAtOrBelowMinus1e10NeverMerge) {
 TEST(TokenizerRules, UnknownCodepointsFallBackToBytes) {
   // U+00E9 is C3 A9; byte b is token b + 3.
   Tokenizer tok = buildTokenizer(withLetters({}));
-  EXPECT_EQ(tok.encode("a\xC3\xA9", false, false),
-            Ids({kSpace, kA, 0xC3 + 3, 0xA9 + 3}));
+  EXPECT_EQ(tok.encode("a\xC3\xA9", false, false), Ids({kSpace, kA, 0xC3 + 3, 0xA9 + 3}));
 }
 
 TEST(TokenizerRules, KnownMultiByteCodepointIsOneToken) {
@@ -148,8 +143,7 @@ TEST(TokenizerRules, KnownMultiByteCodepointIsOneToken) {
 
 TEST(TokenizerRules, EmbeddedNulIsTheZeroByteToken) {
   Tokenizer tok = buildTokenizer(withLetters({}));
-  EXPECT_EQ(tok.encode(std::string_view("a\0b", 3), false, false),
-            Ids({kSpace, kA, 3, kB}));
+  EXPECT_EQ(tok.encode(std::string_view("a\0b", 3), false, false), Ids({kSpace, kA, 3, kB}));
 }
 
 TEST(TokenizerRules, MissingSpacePieceUsesTheSpaceByte) {
@@ -185,8 +179,8 @@ TEST(TokenizerRules, Accessors) {
 }
 
 TEST(TokenizerRules, Decode) {
-  Tokenizer tok = buildTokenizer(
-      withLetters({{" ab", -1.0f}, {"<0x4>", -1.0f}, {"<0x4G>", -1.0f}}));
+  Tokenizer tok =
+      buildTokenizer(withLetters({{" ab", -1.0f}, {"<0x4>", -1.0f}, {"<0x4G>", -1.0f}}));
   EXPECT_EQ(tok.decode(1, 263), "ab");   // after BOS the space goes
   EXPECT_EQ(tok.decode(kA, 263), " ab"); // elsewhere it stays
   EXPECT_EQ(tok.decode(1, kSpace), "");
@@ -209,18 +203,15 @@ TEST(TokenizerErrors, BadVocabSize) {
   for (int32_t vocab : {0, -1, 2}) {
     auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), vocab, "v.bin");
     ASSERT_FALSE(tok.isOk());
-    EXPECT_NE(tok.message().find("v.bin: vocab size"), std::string::npos)
-        << tok.message();
+    EXPECT_NE(tok.message().find("v.bin: vocab size"), std::string::npos) << tok.message();
   }
 }
 
 TEST(TokenizerErrors, HugeVocabSizeIsTruncationNotAnAllocation) {
   auto bytes = serialize(smallVocab({}));
-  auto tok =
-      Tokenizer::fromBytes(bytes.data(), bytes.size(), INT32_MAX, "v.bin");
+  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), INT32_MAX, "v.bin");
   ASSERT_FALSE(tok.isOk());
-  EXPECT_NE(tok.message().find("truncated in token 259 of 2147483647"),
-            std::string::npos)
+  EXPECT_NE(tok.message().find("truncated in token 259 of 2147483647"), std::string::npos)
       << tok.message();
 }
 
@@ -231,11 +222,9 @@ TEST(TokenizerErrors, EveryTruncationIsReported) {
   for (size_t size = 0; size < bytes.size(); ++size) {
     // A copy of exactly size bytes, so a sanitizer sees any overread.
     std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + size);
-    auto tok =
-        Tokenizer::fromBytes(prefix.data(), prefix.size(), vocab, "cut.bin");
+    auto tok = Tokenizer::fromBytes(prefix.data(), prefix.size(), vocab, "cut.bin");
     ASSERT_FALSE(tok.isOk()) << "prefix of " << size << " bytes";
-    EXPECT_EQ(tok.message().rfind("cut.bin: tokenizer truncated", 0), 0u)
-        << tok.message();
+    EXPECT_EQ(tok.message().rfind("cut.bin: tokenizer truncated", 0), 0u) << tok.message();
     EXPECT_EQ(tok.message().find('\n'), std::string::npos) << tok.message();
   }
   auto empty = Tokenizer::fromBytes(nullptr, 0, vocab, "none");
@@ -251,8 +240,7 @@ TEST(TokenizerErrors, NegativeAndHugeLengths) {
     std::memcpy(bad.data() + lengthAt, &len, 4);
     auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 259, "neg.bin");
     ASSERT_FALSE(tok.isOk());
-    EXPECT_NE(tok.message().find(
-                  "neg.bin: token 0 of 259 (offset 4) has negative length"),
+    EXPECT_NE(tok.message().find("neg.bin: token 0 of 259 (offset 4) has negative length"),
               std::string::npos)
         << tok.message();
   }
@@ -261,8 +249,7 @@ TEST(TokenizerErrors, NegativeAndHugeLengths) {
   std::memcpy(bad.data() + lengthAt, &huge, 4);
   auto tok = Tokenizer::fromBytes(bad.data(), bad.size(), 259, "huge.bin");
   ASSERT_FALSE(tok.isOk());
-  EXPECT_NE(tok.message().find("piece length 2147483647 exceeds"),
-            std::string::npos)
+  EXPECT_NE(tok.message().find("piece length 2147483647 exceeds"), std::string::npos)
       << tok.message();
 }
 
@@ -286,9 +273,7 @@ TEST(TokenizerErrors, TrailingBytesAreIgnored) {
 TEST(TokenizerErrors, MissingFile) {
   auto tok = Tokenizer::fromFile("/nonexistent/quill/tokenizer.bin", 512);
   ASSERT_FALSE(tok.isOk());
-  EXPECT_EQ(
-      tok.message().rfind("/nonexistent/quill/tokenizer.bin: cannot open", 0),
-      0u)
+  EXPECT_EQ(tok.message().rfind("/nonexistent/quill/tokenizer.bin: cannot open", 0), 0u)
       << tok.message();
 }
 
@@ -346,9 +331,7 @@ protected:
 /// The 32000-token Llama 2 SentencePiece vocabulary.
 class Llama2TokenizerTest : public RealTokenizer {
 protected:
-  void SetUp() override {
-    load("models/llama2-tokenizer/tokenizer.bin", 32000);
-  }
+  void SetUp() override { load("models/llama2-tokenizer/tokenizer.bin", 32000); }
 };
 
 } // namespace
@@ -373,27 +356,21 @@ TEST_F(Tok512Test, PlainSentence) {
   // " Once"=403 " upon"=407 " a"=261 " time"=378 ","=432 " there"=383
   // " was"=286 " little"=376 " g"=298 "ir"=315 "l"=421 " named"=395
   // " Lily"=317 "."=426: " girl" is not a piece, so it stays in three.
-  EXPECT_EQ(tok_->encode("Once upon a time", true, false),
-            Ids({1, 403, 407, 261, 378}));
-  EXPECT_EQ(
-      tok_->encode("Once upon a time, there was a little girl named Lily.",
-                   true, true),
-      Ids({1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395,
-           317, 426, 2}));
+  EXPECT_EQ(tok_->encode("Once upon a time", true, false), Ids({1, 403, 407, 261, 378}));
+  EXPECT_EQ(tok_->encode("Once upon a time, there was a little girl named Lily.", true, true),
+            Ids({1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 2}));
 }
 
 TEST_F(Tok512Test, PartialMerges) {
   // No piece longer than " He"=346 (-87), "ll"=306 (-47), " w"=263 (-4),
   // "or"=304 (-45), "ld"=341 (-82) covers "Hello world" in this vocab.
-  EXPECT_EQ(tok_->encode("Hello world", true, false),
-            Ids({1, 346, 306, 414, 263, 304, 341}));
+  EXPECT_EQ(tok_->encode("Hello world", true, false), Ids({1, 346, 306, 414, 263, 304, 341}));
 }
 
 TEST_F(Tok512Test, ByteFallbackForEmoji) {
   // U+1F600 = F0 9F 98 80 is not a piece; byte b is id b + 3. "é" (C3 A9)
   // is piece 485, but " é" is not, so the dummy prefix " "=410 stays alone.
-  EXPECT_EQ(tok_->encode("\xF0\x9F\x98\x80", true, false),
-            Ids({1, 410, 243, 162, 155, 131}));
+  EXPECT_EQ(tok_->encode("\xF0\x9F\x98\x80", true, false), Ids({1, 410, 243, 162, 155, 131}));
   EXPECT_EQ(tok_->encode("\xC3\xA9", true, false), Ids({1, 410, 485}));
   EXPECT_EQ(tok_->encode("caf\xC3\xA9 \xF0\x9F\x98\x80!", true, true),
             Ids({1, 280, 412, 431, 485, 410, 243, 162, 155, 131, 443, 2}));
@@ -428,9 +405,8 @@ TEST_F(Tok512Test, DecodeAfterBosStripsTheSpace) {
 
 TEST_F(Tok512Test, DecodeInvertsEncode) {
   for (const char *text :
-       {"Once upon a time, there was a little girl named Lily.",
-        "caf\xC3\xA9 \xF0\x9F\x98\x80!", "two  spaces\nand a newline",
-        "\xFF\xFE broken \xE2\x82"}) {
+       {"Once upon a time, there was a little girl named Lily.", "caf\xC3\xA9 \xF0\x9F\x98\x80!",
+        "two  spaces\nand a newline", "\xFF\xFE broken \xE2\x82"}) {
     EXPECT_EQ(decodeAll(*tok_, tok_->encode(text, true, false)), text);
   }
 }
@@ -453,8 +429,7 @@ TEST_F(Llama2TokenizerTest, KnownSentencePieceIds) {
             Ids({1, 306, 4658, 278, 6593, 310, 2834, 338}));
   // "\n" has no piece of its own: byte token <0x0A>=13. After it, "world"
   // (11526) has no dummy space.
-  EXPECT_EQ(tok_->encode("Hello\nworld", true, true),
-            Ids({1, 15043, 13, 11526, 2}));
+  EXPECT_EQ(tok_->encode("Hello\nworld", true, true), Ids({1, 15043, 13, 11526, 2}));
 }
 
 TEST_F(Llama2TokenizerTest, Spaces) {
@@ -465,10 +440,8 @@ TEST_F(Llama2TokenizerTest, Spaces) {
 
 TEST_F(Llama2TokenizerTest, MultiByteAndByteFallback) {
   // "你"=30919 and "好"=31076 are pieces; the emoji is not.
-  EXPECT_EQ(tok_->encode("\xE4\xBD\xA0\xE5\xA5\xBD", true, false),
-            Ids({1, 29871, 30919, 31076}));
-  EXPECT_EQ(tok_->encode("\xF0\x9F\x98\x80", true, false),
-            Ids({1, 29871, 243, 162, 155, 131}));
+  EXPECT_EQ(tok_->encode("\xE4\xBD\xA0\xE5\xA5\xBD", true, false), Ids({1, 29871, 30919, 31076}));
+  EXPECT_EQ(tok_->encode("\xF0\x9F\x98\x80", true, false), Ids({1, 29871, 243, 162, 155, 131}));
   EXPECT_EQ(tok_->encode("\xFF", true, true), Ids({1, 29871, 258, 2}));
 }
 

@@ -50,8 +50,7 @@ struct Flags {
                      cl::cat(category)};
   cl::opt<std::string> output{"o", cl::desc("Artifact to write"), cl::value_desc("file"),
                               cl::cat(category)};
-  cl::opt<std::string> emit{"emit", cl::desc(emitHelp), cl::value_desc("stage"),
-                            cl::cat(category)};
+  cl::opt<std::string> emit{"emit", cl::desc(emitHelp), cl::value_desc("stage"), cl::cat(category)};
   cl::opt<std::string> dumpDir{"dump-ir-after-all",
                                cl::desc("Write the IR after every pass to numbered files in DIR"),
                                cl::value_desc("DIR"), cl::cat(category)};
@@ -63,13 +62,13 @@ struct Flags {
                          cl::init(16), cl::cat(category)};
   cl::list<std::string> disabledFusions{
       "disable-fusion", cl::CommaSeparated,
-      cl::desc("Switch off fusion passes (gate-up, qkv, residual, rmsnorm, rope-kv), for A/B comparisons"),
+      cl::desc("Switch off fusion passes (gate-up, qkv, residual, rmsnorm, rope-kv), for A/B "
+               "comparisons"),
       cl::value_desc("name,..."), cl::cat(category)};
   cl::opt<int64_t> prefillChunk{
       "prefill-chunk", cl::desc("Prompt tokens per prefill step (0: prompts run token by token)"),
       cl::init(64), cl::cat(category)};
-  cl::opt<std::string> target{"target", cl::desc(targetHelp), cl::init("cpu"),
-                              cl::cat(category)};
+  cl::opt<std::string> target{"target", cl::desc(targetHelp), cl::init("cpu"), cl::cat(category)};
   cl::opt<std::string> gpuArch{"gpu-arch", cl::desc("The SM version the PTX is for (cuda)"),
                                cl::init("sm_90"), cl::cat(category)};
   cl::opt<int64_t> batchRows{
@@ -78,8 +77,8 @@ struct Flags {
                "together (0: no batch step; none for --target=cuda)"),
       cl::init(64), cl::cat(category)};
   cl::opt<int64_t> kvBlockSize{"kv-block-size",
-                               cl::desc("Positions per block of the paged KV cache"),
-                               cl::init(16), cl::cat(category)};
+                               cl::desc("Positions per block of the paged KV cache"), cl::init(16),
+                               cl::cat(category)};
   cl::opt<int64_t> attentionChunk{
       "attention-chunk",
       cl::desc("Cached positions per unit of split (flash-decoding) attention, used for caches of "
@@ -99,8 +98,7 @@ struct Flags {
       cl::desc("CUDA (and --emulate-cuda-kernels): one GPU thread per matrix-vector row instead "
                "of a warp per output element, for A/B comparisons"),
       cl::cat(category)};
-  cl::opt<bool> noFusion{"no-fusion", cl::desc("Switch off every fusion pass"),
-                         cl::cat(category)};
+  cl::opt<bool> noFusion{"no-fusion", cl::desc("Switch off every fusion pass"), cl::cat(category)};
 };
 
 /// Checks the flags and fills `options`; prints the problem and returns
@@ -139,7 +137,8 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   const auto &known = quill::fusionNames();
   for (const std::string &name : flags.disabledFusions) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      llvm::errs() << "quill-compile: unknown fusion '" << name << "' (expected gate-up, qkv, residual, rmsnorm or rope-kv)\n";
+      llvm::errs() << "quill-compile: unknown fusion '" << name
+                   << "' (expected gate-up, qkv, residual, rmsnorm or rope-kv)\n";
       return false;
     }
     options.pipeline.disabledFusions.insert(name);
@@ -166,8 +165,9 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   }
   if (!flags.emit.empty()) {
     if (!chosen->stageIndex(flags.emit)) {
-      llvm::errs() << "quill-compile: unknown --emit stage '" << flags.emit << "' for --target="
-                   << flags.target << " (expected " << chosen->stageList() << ")\n";
+      llvm::errs() << "quill-compile: unknown --emit stage '" << flags.emit
+                   << "' for --target=" << flags.target << " (expected " << chosen->stageList()
+                   << ")\n";
       return false;
     }
     options.emit = flags.emit;

@@ -136,8 +136,7 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
                  "KV %llu bytes (%.2f MiB); %lld steps, at most %d sequences at once]\n",
                  results.size(), static_cast<long long>(stats.generatedTokens), stats.seconds,
                  decodeRate, static_cast<unsigned long long>(stats.peakKVBytes),
-                 mib(stats.peakKVBytes), static_cast<long long>(stats.steps),
-                 stats.peakSequences);
+                 mib(stats.peakKVBytes), static_cast<long long>(stats.steps), stats.peakSequences);
   }
   if (options.verbose)
     std::fprintf(stderr, "prefix sharing: %lld prompt tokens reused, %lld computed\n",
@@ -207,8 +206,7 @@ int benchBatches(const RunOptions &options, const Artifact &artifact, const Toke
   int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
   int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
   auto reports = benchmarkBatches(device, config, tokenizer, arena, options.batchSizes, prompt,
-                                  decode,
-                                  uint64_t(options.kvBudgetMB) << 20);
+                                  decode, uint64_t(options.kvBudgetMB) << 20);
   if (!reports)
     return fail(reports.message());
   std::string text = options.json ? batchReportsJson(*reports) : batchReportsText(*reports);

@@ -65,8 +65,8 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
     for (size_t i = 0; i < result.sequences.size(); ++i) {
       const GenerationResult &r = result.sequences[i];
       out << (i ? "," : "") << "{\"tokens\":" << jsonIds(r.tokens)
-          << ",\"text\":" << jsonQuote(r.text) << ",\"stop_reason\":\""
-          << stopReasonName(r.stop) << "\"";
+          << ",\"text\":" << jsonQuote(r.text) << ",\"stop_reason\":\"" << stopReasonName(r.stop)
+          << "\"";
       if (fields.beams)
         out << ",\"logprob\":" << r.logprob << ",\"score\":" << r.score;
       if (fields.logprobs)

@@ -11,10 +11,10 @@
 namespace quill {
 
 struct ResultJsonFields {
-  bool logprobs = false;                 ///< Include the logprobs array.
+  bool logprobs = false; ///< Include the logprobs array.
   uint64_t seed = 0;
-  std::optional<size_t> promptIndex;     ///< Batch output: the input line.
-  bool beams = false;                    ///< Each sequence's logprob and score.
+  std::optional<size_t> promptIndex; ///< Batch output: the input line.
+  bool beams = false;                ///< Each sequence's logprob and score.
 };
 
 /// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,

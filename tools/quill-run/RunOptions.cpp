@@ -1,12 +1,12 @@
 // Parsing of quill-run's flags.
 #include "RunOptions.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <algorithm>
 #include <limits>
 
 namespace quill {
@@ -104,76 +104,75 @@ ErrorOr<float> parseFloat(const std::string &flag, const char *text) {
 ErrorOr<bool> parseSamplingFlag(const std::string &arg,
                                 const std::function<ErrorOr<const char *>()> &value,
                                 RunOptions &o) {
-#define QUILL_TRY(var, expr)                                                   \
-  auto var = (expr);                                                           \
-  if (!var)                                                                    \
+#define QUILL_TRY(var, expr)                                                                       \
+  auto var = (expr);                                                                               \
+  if (!var)                                                                                        \
     return var.status();
-    if (arg == "--temp") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(t, parseFloat(arg, *v));
-      o.sampling.temperature = *t;
-    } else if (arg == "--top-k") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
-      o.sampling.topK = *k;
-    } else if (arg == "--top-p") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(p, parseFloat(arg, *v));
-      o.sampling.topP = *p;
-    } else if (arg == "--min-p") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(p, parseFloat(arg, *v));
-      o.sampling.minP = *p;
-    } else if (arg == "--repeat-penalty") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(r, parseFloat(arg, *v));
-      o.sampling.repeatPenalty = *r;
-    } else if (arg == "--repeat-last-n") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
-      o.sampling.repeatLastN = *n;
-    } else if (arg == "--frequency-penalty") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(f, parseFloat(arg, *v));
-      o.sampling.frequencyPenalty = *f;
-    } else if (arg == "--presence-penalty") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(f, parseFloat(arg, *v));
-      o.sampling.presencePenalty = *f;
-    } else if (arg == "--logit-bias") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(bias, parseLogitBias(*v));
-      o.sampling.logitBias.push_back(*bias);
-    } else if (arg == "--samplers") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(order, parseProcessorOrder(*v));
-      o.sampling.order = order.take();
-    } else if (arg == "--stop") {
-      QUILL_TRY(v, value());
-      if (**v == '\0')
-        return Status::error("invalid --stop '': a stop string must not be empty");
-      o.stopStrings.push_back(*v);
-    } else if (arg == "--logprobs") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
-      o.sampling.logprobs = true;
-      o.sampling.topLogprobs = *k;
-    } else if (arg == "--logprobs-mode") {
-      QUILL_TRY(v, value());
-      std::string mode = *v;
-      if (mode == "raw")
-        o.sampling.logprobsMode = LogprobsMode::Raw;
-      else if (mode == "processed")
-        o.sampling.logprobsMode = LogprobsMode::Processed;
-      else
-        return Status::error("invalid --logprobs-mode '" + mode +
-                             "': expected raw or processed");
-    } else if (arg == "--seed") {
-      QUILL_TRY(v, value());
-      QUILL_TRY(s, parseInteger<int64_t>(arg, *v));
-      o.sampling.seed = static_cast<uint64_t>(*s);
-      o.seedGiven = true;
-    } else {
+  if (arg == "--temp") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(t, parseFloat(arg, *v));
+    o.sampling.temperature = *t;
+  } else if (arg == "--top-k") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
+    o.sampling.topK = *k;
+  } else if (arg == "--top-p") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(p, parseFloat(arg, *v));
+    o.sampling.topP = *p;
+  } else if (arg == "--min-p") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(p, parseFloat(arg, *v));
+    o.sampling.minP = *p;
+  } else if (arg == "--repeat-penalty") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(r, parseFloat(arg, *v));
+    o.sampling.repeatPenalty = *r;
+  } else if (arg == "--repeat-last-n") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+    o.sampling.repeatLastN = *n;
+  } else if (arg == "--frequency-penalty") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(f, parseFloat(arg, *v));
+    o.sampling.frequencyPenalty = *f;
+  } else if (arg == "--presence-penalty") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(f, parseFloat(arg, *v));
+    o.sampling.presencePenalty = *f;
+  } else if (arg == "--logit-bias") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(bias, parseLogitBias(*v));
+    o.sampling.logitBias.push_back(*bias);
+  } else if (arg == "--samplers") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(order, parseProcessorOrder(*v));
+    o.sampling.order = order.take();
+  } else if (arg == "--stop") {
+    QUILL_TRY(v, value());
+    if (**v == '\0')
+      return Status::error("invalid --stop '': a stop string must not be empty");
+    o.stopStrings.push_back(*v);
+  } else if (arg == "--logprobs") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(k, parseInteger<int32_t>(arg, *v));
+    o.sampling.logprobs = true;
+    o.sampling.topLogprobs = *k;
+  } else if (arg == "--logprobs-mode") {
+    QUILL_TRY(v, value());
+    std::string mode = *v;
+    if (mode == "raw")
+      o.sampling.logprobsMode = LogprobsMode::Raw;
+    else if (mode == "processed")
+      o.sampling.logprobsMode = LogprobsMode::Processed;
+    else
+      return Status::error("invalid --logprobs-mode '" + mode + "': expected raw or processed");
+  } else if (arg == "--seed") {
+    QUILL_TRY(v, value());
+    QUILL_TRY(s, parseInteger<int64_t>(arg, *v));
+    o.sampling.seed = static_cast<uint64_t>(*s);
+    o.seedGiven = true;
+  } else {
     return false;
   }
 #undef QUILL_TRY
@@ -190,7 +189,8 @@ Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool bea
   if (!o.cudaGraphs && !o.cuda)
     return Status::error("--no-cuda-graphs is for --device cuda");
   if (!o.batchFile.empty() && !o.prompt.empty())
-    return Status::error("--batch-file and --prompt exclude each other: put the prompt in the file");
+    return Status::error(
+        "--batch-file and --prompt exclude each other: put the prompt in the file");
   if (!o.batchFile.empty() && o.bench)
     return Status::error("--batch-file and --bench exclude each other");
   if (o.batchSizes.size() > 1 && !o.bench)
@@ -231,9 +231,9 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
         return Status::error("missing value after " + arg);
       return static_cast<const char *>(argv[++i]);
     };
-#define QUILL_TRY(var, expr)                                                   \
-  auto var = (expr);                                                           \
-  if (!var)                                                                    \
+#define QUILL_TRY(var, expr)                                                                       \
+  auto var = (expr);                                                                               \
+  if (!var)                                                                                        \
     return var.status();
     QUILL_TRY(sampling, parseSamplingFlag(arg, value, o));
     if (*sampling)

@@ -23,18 +23,19 @@ struct RunOptions {
   bool verbose = false;
   bool verifyWeights = true;
   bool profile = false;
-  bool cuda = false;          ///< --device cuda.
-  bool cudaGraphs = true;     ///< CUDA: replay each step as one graph (--no-cuda-graphs).
-  bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every kernel; report on stderr at exit.
-  bool bench = false;         ///< Measure the model and the machine instead.
-  int32_t benchPrompt = 128;  ///< Prompt tokens timed by --bench.
-  int32_t benchDecode = 128;  ///< Decode steps timed by --bench.
-  std::string batchFile;      ///< Prompts to run together, one per line.
+  bool cuda = false;              ///< --device cuda.
+  bool cudaGraphs = true;         ///< CUDA: replay each step as one graph (--no-cuda-graphs).
+  bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every
+                                  ///< kernel; report on stderr at exit.
+  bool bench = false;             ///< Measure the model and the machine instead.
+  int32_t benchPrompt = 128;      ///< Prompt tokens timed by --bench.
+  int32_t benchDecode = 128;      ///< Decode steps timed by --bench.
+  std::string batchFile;          ///< Prompts to run together, one per line.
   /// Sequences in flight at once (--batch); with --bench, each one is a
   /// batched measurement. Empty: as many as the batch step has rows.
   std::vector<int32_t> batchSizes;
-  int64_t kvBudgetMB = 0;     ///< Paged KV cache size; 0: the default.
-  int32_t samples = 1;        ///< --n-samples: continuations of the prompt.
+  int64_t kvBudgetMB = 0; ///< Paged KV cache size; 0: the default.
+  int32_t samples = 1;    ///< --n-samples: continuations of the prompt.
   /// --beams and its knobs; set when beam search is asked for.
   std::optional<BeamSearchOptions> beamSearch;
   bool help = false;

@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!options.seedGiven)
-    options.sampling.seed = static_cast<uint64_t>(
-        std::chrono::system_clock::now().time_since_epoch().count());
+    options.sampling.seed =
+        static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 
   auto artifact = Artifact::open(options.artifactPath, options.verifyWeights);
   if (!artifact)
@@ -105,8 +105,9 @@ int main(int argc, char **argv) {
   SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
   sampler.reserve(config.vocabSize);
   if (options.verbose) {
-    std::fprintf(stderr, "model: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, "
-                         "context %d\n",
+    std::fprintf(stderr,
+                 "model: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, "
+                 "context %d\n",
                  config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
                  config.vocabSize, config.seqLen);
     std::fprintf(stderr, "%s\n", device.describe().c_str());
@@ -123,8 +124,7 @@ int main(int argc, char **argv) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
-  auto result = options.json ? generator.generate(request)
-                             : generator.generate(request, stream);
+  auto result = options.json ? generator.generate(request) : generator.generate(request, stream);
   if (!result)
     return fail(result.message());
 

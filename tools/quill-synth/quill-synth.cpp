@@ -54,9 +54,8 @@ int main(int argc, char **argv) {
   float queryKeyGain = 1.0f;
   bool separateClassifier = false;
   // Custom fields, in ModelConfig order; unset ones come from --shape.
-  const char *const kFieldFlags[7] = {"--dim",    "--hidden",   "--layers",
-                                      "--heads",  "--kv-heads", "--vocab",
-                                      "--seq-len"};
+  const char *const kFieldFlags[7] = {"--dim",      "--hidden", "--layers", "--heads",
+                                      "--kv-heads", "--vocab",  "--seq-len"};
   std::optional<int32_t> fields[7];
 
   for (int i = 1; i < argc; ++i) {
@@ -85,8 +84,7 @@ int main(int argc, char **argv) {
     } else if (flag == "--seed") {
       std::optional<int64_t> v = parseInt(value, 0, INT64_MAX);
       if (!v)
-        return fail("--seed expects a non-negative integer, got '" +
-                    std::string(value) + "'");
+        return fail("--seed expects a non-negative integer, got '" + std::string(value) + "'");
       seed = uint64_t(*v);
     } else if (flag == "--period") {
       std::optional<int64_t> v = parseInt(value, 1, INT64_MAX);
@@ -109,8 +107,7 @@ int main(int argc, char **argv) {
         return fail("unknown flag '" + flag + "' (see --help)");
       std::optional<int64_t> v = parseInt(value, 1, INT32_MAX);
       if (!v)
-        return fail(flag + " expects a positive integer, got '" +
-                    std::string(value) + "'");
+        return fail(flag + " expects a positive integer, got '" + std::string(value) + "'");
       fields[field] = int32_t(*v);
     }
   }
@@ -126,12 +123,10 @@ int main(int argc, char **argv) {
   } else {
     for (int f = 0; f < 7; ++f)
       if (!fields[f])
-        return fail(std::string("without --shape, ") + kFieldFlags[f] +
-                    " is required");
+        return fail(std::string("without --shape, ") + kFieldFlags[f] + " is required");
   }
-  int32_t *targets[7] = {&config.dim,    &config.hiddenDim, &config.nLayers,
-                         &config.nHeads, &config.nKvHeads,  &config.vocabSize,
-                         &config.seqLen};
+  int32_t *targets[7] = {&config.dim,      &config.hiddenDim, &config.nLayers, &config.nHeads,
+                         &config.nKvHeads, &config.vocabSize, &config.seqLen};
   for (int f = 0; f < 7; ++f)
     if (fields[f])
       *targets[f] = *fields[f];
@@ -146,9 +141,9 @@ int main(int argc, char **argv) {
     return fail(s.message());
   std::printf("wrote %s: %s, dim %d hidden %d layers %d heads %d kv-heads %d "
               "vocab %d seq-len %d, %s classifier, seed %llu\n",
-              output.c_str(), format.c_str(), config.dim, config.hiddenDim,
-              config.nLayers, config.nHeads, config.nKvHeads, config.vocabSize,
-              config.seqLen, config.sharedClassifier ? "shared" : "separate",
+              output.c_str(), format.c_str(), config.dim, config.hiddenDim, config.nLayers,
+              config.nHeads, config.nKvHeads, config.vocabSize, config.seqLen,
+              config.sharedClassifier ? "shared" : "separate",
               static_cast<unsigned long long>(seed));
   return 0;
 }

@@ -13,19 +13,17 @@ using namespace mlir;
 namespace mlir::quill {
 
 arith::FastMathFlagsAttr reductionFastMath(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(
-      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+  return arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc |
+                                                           arith::FastMathFlags::contract);
 }
 
 Value f32Constant(OpBuilder &b, Location loc, float value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
-                   float value) {
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, float value) {
   Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
-  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, value)},
-                                ValueRange{empty})
+  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, value)}, ValueRange{empty})
       ->getResult(0);
 }
 
@@ -40,8 +38,7 @@ Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   Value slice = tensor::ExtractSliceOp::create(b, loc, full, zeros, sizes, ones);
   if (!value)
     return slice;
-  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, *value)},
-                                ValueRange{slice})
+  return linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, *value)}, ValueRange{slice})
       ->getResult(0);
 }
 
@@ -58,9 +55,8 @@ Value attentionContraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Val
   SmallVector<AffineMap> maps =
       reduceOverD ? SmallVector<AffineMap>{map4({k, g, d}), map4({t, k, d}), map4({k, g, t})}
                   : SmallVector<AffineMap>{map4({k, g, t}), map4({t, k, d}), map4({k, g, d})};
-  SmallVector<IteratorType> iterators =
-      reduceOverD ? SmallVector<IteratorType>{par, par, par, red}
-                  : SmallVector<IteratorType>{par, par, red, par};
+  SmallVector<IteratorType> iterators = reduceOverD ? SmallVector<IteratorType>{par, par, par, red}
+                                                    : SmallVector<IteratorType>{par, par, red, par};
   return buildGeneric(b, loc, ValueRange{lhs, rhs}, init, maps, iterators,
                       multiplyAccumulate(reductionFastMath(b)));
 }
@@ -86,8 +82,8 @@ Value scaleQuery(OpBuilder &b, Location loc, Value query, int64_t kvHeads, int64
                           });
 }
 
-std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores,
-                                          int64_t kvHeads, int64_t group, OpFoldResult units) {
+std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores, int64_t kvHeads,
+                                          int64_t group, OpFoldResult units) {
   MLIRContext *ctx = b.getContext();
   AffineExpr k, g, t;
   bindDims(ctx, k, g, t);
@@ -97,8 +93,8 @@ std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scor
       utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction};
   auto rowReduce = [&](Value input, float init, bool isMax) {
     Value acc = scratchSlice(b, loc, {kvHeads, group}, {units, b.getIndexAttr(group)}, init);
-    return buildGeneric(b, loc, ValueRange{input}, acc, {map3({k, g, t}), map3({k, g})},
-                        reduceLast, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+    return buildGeneric(b, loc, ValueRange{input}, acc, {map3({k, g, t}), map3({k, g})}, reduceLast,
+                        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
                           if (isMax)
                             return arith::MaximumFOp::create(nb, l, args[1], args[0]);
                           return arith::AddFOp::create(nb, l, args[1], args[0]);
@@ -126,20 +122,18 @@ Value divideRows(OpBuilder &b, Location loc, Value out, Value sums) {
 }
 
 Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
-                   ArrayRef<AffineMap> maps,
-                   ArrayRef<utils::IteratorType> iterators,
+                   ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
                    const ScalarBody &body) {
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        linalg::YieldOp::create(nested, nestedLoc,
-                                ValueRange{body(nested, nestedLoc, args)});
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc, ValueRange{body(nested, nestedLoc, args)});
       });
   return generic->getResult(0);
 }
 
-Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
-                       Value init, const ScalarBody &body) {
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                       const ScalarBody &body) {
   unsigned rank = cast<RankedTensorType>(init.getType()).getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
   SmallVector<AffineMap> maps(inputs.size() + 1, identity);
@@ -179,8 +173,7 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {
   Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gate));
   Value one = f32Constant(b, loc, 1.0f);
-  Value sigmoid =
-      arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, expNeg));
+  Value sigmoid = arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, expNeg));
   Value silu = arith::MulFOp::create(b, loc, gate, sigmoid);
   return arith::MulFOp::create(b, loc, silu, up);
 }
@@ -237,10 +230,10 @@ Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales) {
 
 Value insertRow(OpBuilder &b, Location loc, Value row, Value into, OpFoldResult at,
                 OpFoldResult width) {
-  return tensor::InsertSliceOp::create(b, loc, row, into,
-                                       ArrayRef<OpFoldResult>{at, b.getIndexAttr(0)},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), width},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  return tensor::InsertSliceOp::create(
+      b, loc, row, into, ArrayRef<OpFoldResult>{at, b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), width},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
 }
 
 Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
@@ -248,7 +241,6 @@ Value castTo(OpBuilder &b, Location loc, Value value, Type type) {
     return value;
   return tensor::CastOp::create(b, loc, type, value);
 }
-
 
 namespace {
 /// Index arithmetic that stays a static attribute when its inputs are.
@@ -266,20 +258,24 @@ OpFoldResult indexOp(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y,
 OpFoldResult mulIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
   if (k == 1)
     return x;
-  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p * q; },
-                 [&](Value p, Value q) { return arith::MulIOp::create(b, loc, p, q).getResult(); });
+  return indexOp(
+      b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p * q; },
+      [&](Value p, Value q) { return arith::MulIOp::create(b, loc, p, q).getResult(); });
 }
 OpFoldResult divIndex(OpBuilder &b, Location loc, OpFoldResult x, int64_t k) {
-  return indexOp(b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p / q; },
-                 [&](Value p, Value q) { return arith::DivUIOp::create(b, loc, p, q).getResult(); });
+  return indexOp(
+      b, loc, x, b.getIndexAttr(k), [](int64_t p, int64_t q) { return p / q; },
+      [&](Value p, Value q) { return arith::DivUIOp::create(b, loc, p, q).getResult(); });
 }
 OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
-  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p + q; },
-                 [&](Value p, Value q) { return arith::AddIOp::create(b, loc, p, q).getResult(); });
+  return indexOp(
+      b, loc, x, y, [](int64_t p, int64_t q) { return p + q; },
+      [&](Value p, Value q) { return arith::AddIOp::create(b, loc, p, q).getResult(); });
 }
 OpFoldResult subIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
-  return indexOp(b, loc, x, y, [](int64_t p, int64_t q) { return p - q; },
-                 [&](Value p, Value q) { return arith::SubIOp::create(b, loc, p, q).getResult(); });
+  return indexOp(
+      b, loc, x, y, [](int64_t p, int64_t q) { return p - q; },
+      [&](Value p, Value q) { return arith::SubIOp::create(b, loc, p, q).getResult(); });
 }
 
 /// y[r] = sum_k W[r, k] * x[k] over all rows of `weight`, one row at a time.
@@ -320,7 +316,8 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
           ->getResult(0),
       {AffineMap::get(3, 0, {t, k}, ctx), AffineMap::get(3, 0, {r, k}, ctx),
        AffineMap::get(3, 0, {t, r}, ctx)},
-      {utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::reduction},
       multiplyAccumulate(fastMath));
 }
 

@@ -18,8 +18,7 @@ using ScalarBody = std::function<Value(OpBuilder &, Location, ValueRange)>;
 arith::FastMathFlagsAttr reductionFastMath(OpBuilder &b);
 
 /// A tensor of `sizes` filled with `value`.
-Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
-                   float value);
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, float value);
 
 /// A tensor of static `shape` (a fixed-size, stack-promotable buffer) of
 /// which the leading `sizes` part is returned, filled with `value` when given.
@@ -29,13 +28,12 @@ Value scratchSlice(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 /// A linalg.generic over `numLoops` loops with the given maps and iterators,
 /// yielding `body`'s value into `init`.
 Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
-                   ArrayRef<AffineMap> maps,
-                   ArrayRef<utils::IteratorType> iterators,
+                   ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
                    const ScalarBody &body);
 
 /// An elementwise generic over rank-`rank` operands all shaped like `init`.
-Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
-                       Value init, const ScalarBody &body);
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                       const ScalarBody &body);
 
 /// The body `acc + a * b` of a dot-product generic whose block arguments
 /// are (a, b, acc), with the reduction's fast-math flags.
@@ -76,8 +74,8 @@ Value scaleQuery(OpBuilder &b, Location loc, Value query, int64_t kvHeads, int64
 /// in place, and each row's sum. Attention divides its weighted sum by the
 /// sums at the end (divideRows): head_dim divisions per row instead of one
 /// per position.
-std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores,
-                                          int64_t kvHeads, int64_t group, OpFoldResult units);
+std::pair<Value, Value> softmaxNumerators(OpBuilder &b, Location loc, Value scores, int64_t kvHeads,
+                                          int64_t group, OpFoldResult units);
 /// out[k, g, d] / sums[k, g], in place.
 Value divideRows(OpBuilder &b, Location loc, Value out, Value sums);
 /// A constant f32.

@@ -8,7 +8,6 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
-
 using namespace mlir;
 using namespace mlir::quill;
 
@@ -119,9 +118,9 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         arith::AddIOp::create(b, loc, pos, arith::ConstantIndexOp::create(b, loc, 1)).getResult();
 
     // Views: q as [kv head, group, d]; caches as [position, kv head, d].
-    Value query = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
-        queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
+    Value query =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
+                                      queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) {
       Value view = tensor::ExpandShapeOp::create(
           b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
@@ -141,8 +140,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
 
     // scores[k, g, t] = q[k, g, :] . K[t, k, :]; softmax over t; the
     // probability-weighted sum of V rows.
-    Value scores = scratchSlice(b, loc, {kvHeads, group, context},
-                                {units, index(group), positions}, 0.0f);
+    Value scores =
+        scratchSlice(b, loc, {kvHeads, group, context}, {units, index(group), positions}, 0.0f);
     query = scaleQuery(b, loc, query, kvHeads, group, units, headDim);
     scores = builder->attentionScores(b, loc, query, keys, scores);
     auto [exps, sums] = softmaxNumerators(b, loc, scores, kvHeads, group, units); // Unnormalized.

@@ -24,11 +24,11 @@ struct LowerBinary : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
-    Value result = buildElementwise(
-        rewriter, op.getLoc(), op->getOperands(), emptyLike(rewriter, op.getLoc(), op.getType()),
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return Combine(b, l, args[0], args[1]);
-        });
+    Value result = buildElementwise(rewriter, op.getLoc(), op->getOperands(),
+                                    emptyLike(rewriter, op.getLoc(), op.getType()),
+                                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                      return Combine(b, l, args[0], args[1]);
+                                    });
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -61,13 +61,12 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
       // into the kernel's output rows.
       begin = op.getTile()[0];
       Value tileRows = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin);
-      init = tensor::EmptyOp::create(
-          rewriter, loc, ArrayRef<OpFoldResult>{tileRows, rewriter.getIndexAttr(width)},
-          rewriter.getF32Type());
+      init = tensor::EmptyOp::create(rewriter, loc,
+                                     ArrayRef<OpFoldResult>{tileRows, rewriter.getIndexAttr(width)},
+                                     rewriter.getF32Type());
     } else {
       begin = op.isTiled() ? op.getTile()[0] : index(0);
-      Value end = op.isTiled() ? op.getTile()[1]
-                               : index(op.getInput().getType().getDimSize(0));
+      Value end = op.isTiled() ? op.getTile()[1] : index(op.getInput().getType().getDimSize(0));
       Value tileRows = arith::SubIOp::create(rewriter, loc, end, begin);
       // A fixed-size (stack) buffer: its live rows are written, then copied
       // out as the tile's result.
@@ -75,16 +74,16 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
                           {tileRows, rewriter.getIndexAttr(width)}, std::nullopt);
       Value liveEnd = live ? arith::MinUIOp::create(rewriter, loc, end, live).getResult() : end;
       Value some = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt, liveEnd, begin);
-      count = arith::SelectOp::create(rewriter, loc, some,
-                                      arith::SubIOp::create(rewriter, loc, liveEnd, begin), index(0));
+      count = arith::SelectOp::create(
+          rewriter, loc, some, arith::SubIOp::create(rewriter, loc, liveEnd, begin), index(0));
       init = tensor::ExtractSliceOp::create(
-          rewriter, loc, full, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+          rewriter, loc, full,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
           ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)},
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     }
     Value result = buildElementwise(
-        rewriter, loc, ValueRange{}, init,
-        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+        rewriter, loc, ValueRange{}, init, [&](OpBuilder &b, Location l, ValueRange) -> Value {
           unsigned rank = op.getType().getRank();
           Value i = linalg::IndexOp::create(b, l, rank - 1);
           Value position = pos;
@@ -104,8 +103,10 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value two = arith::ConstantIndexOp::create(b, l, 2);
           Value parity = arith::RemUIOp::create(b, l, i, two);
           Value first = arith::SubIOp::create(b, l, i, parity);
-          Value second = arith::AddIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, 1));
-          Value d = arith::RemUIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
+          Value second =
+              arith::AddIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, 1));
+          Value d =
+              arith::RemUIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
           SmallVector<Value> at0(row), at1(row);
           at0.push_back(first);
           at1.push_back(second);

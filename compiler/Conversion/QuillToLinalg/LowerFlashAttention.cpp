@@ -31,20 +31,18 @@ std::tuple<Value, Value, Value> chunkSoftmax(OpBuilder &b, Location loc, Value s
   SmallVector<IteratorType> reduceT = {IteratorType::parallel, IteratorType::reduction};
   Value max = buildGeneric(
       b, loc, ValueRange{scores}, filledTensor(b, loc, {b.getIndexAttr(group)}, kNegInf),
-      {map2({g, t}), map2({g})}, reduceT,
-      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+      {map2({g, t}), map2({g})}, reduceT, [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
         return arith::MaximumFOp::create(bb, bl, args[1], args[0]);
       });
-  Value exps = buildGeneric(
-      b, loc, ValueRange{max}, scores, {map2({g}), map2({g, t})},
-      {IteratorType::parallel, IteratorType::parallel},
-      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-        return math::ExpOp::create(bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
-      });
+  Value exps = buildGeneric(b, loc, ValueRange{max}, scores, {map2({g}), map2({g, t})},
+                            {IteratorType::parallel, IteratorType::parallel},
+                            [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                              return math::ExpOp::create(
+                                  bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
+                            });
   Value sum = buildGeneric(
       b, loc, ValueRange{exps}, filledTensor(b, loc, {b.getIndexAttr(group)}, 0.0f),
-      {map2({g, t}), map2({g})}, reduceT,
-      [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+      {map2({g, t}), map2({g})}, reduceT, [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
         return arith::AddFOp::create(bb, bl, args[1], args[0]);
       });
   return {max, exps, sum};
@@ -76,13 +74,13 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     Value init = tensor::EmptyOp::create(
         b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(rowWidth)}, f32);
     // Views: q as [kv head, group, d]; caches as [position, kv head, d].
-    Value query = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32), op.getQuery(),
-        SmallVector<ReassociationIndices>{{0, 1, 2}});
+    Value query =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
+                                      op.getQuery(), SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) -> Value {
-      return tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
-          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      return tensor::ExpandShapeOp::create(b, loc,
+                                           RankedTensorType::get({context, kvHeads, headDim}, f32),
+                                           cache, SmallVector<ReassociationIndices>{{0}, {1, 2}});
     };
     Value keys = cacheView(op.getKeys()), values = cacheView(op.getValues());
     Value positions = arith::AddIOp::create(b, loc, op.getPos(), constant(b, loc, 1));
@@ -118,11 +116,10 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
           auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
           // scores[g, t] = q[g] . K[t] / sqrt(head_dim)
           Value scores = scratchSlice(nb, l, {group, chunk}, {index(nb, group), nf}, 0.0f);
-          scores = buildGeneric(nb, l, ValueRange{q, k}, scores,
-                                {map3({g, d}), map3({t, d}), map3({g, t})},
-                                {IteratorType::parallel, IteratorType::parallel,
-                                 IteratorType::reduction},
-                                multiplyAccumulate(fastMath));
+          scores = buildGeneric(
+              nb, l, ValueRange{q, k}, scores, {map3({g, d}), map3({t, d}), map3({g, t})},
+              {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+              multiplyAccumulate(fastMath));
           scores = buildElementwise(nb, l, ValueRange{}, scores,
                                     [&](OpBuilder &bb, Location bl, ValueRange args) -> Value {
                                       return arith::DivFOp::create(bb, bl, args[0], root);
@@ -146,8 +143,8 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
           put(o, 0, headDim);
           put(max, headDim, 1);
           put(sum, headDim + 1, 1);
-          Value flat = tensor::CollapseShapeOp::create(
-              nb, l, row, SmallVector<ReassociationIndices>{{0, 1}});
+          Value flat = tensor::CollapseShapeOp::create(nb, l, row,
+                                                       SmallVector<ReassociationIndices>{{0, 1}});
           Value at = arith::SubIOp::create(nb, l, unit, first);
           Value out = tensor::InsertSliceOp::create(
               nb, l, flat, carried[0], ArrayRef<OpFoldResult>{at, index(nb, 0)},
@@ -221,8 +218,9 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
               });
           Value out = arith::DivFOp::create(nb, l, sums.getResult(1), sums.getResult(0));
           scf::YieldOp::create(
-              nb, l, ValueRange{tensor::InsertOp::create(nb, l, out, carried[0], ValueRange{i})
-                                    .getResult()});
+              nb, l,
+              ValueRange{
+                  tensor::InsertOp::create(nb, l, out, carried[0], ValueRange{i}).getResult()});
         });
     b.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
     return success();
@@ -242,8 +240,8 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
     auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
     // [kv head, chunk, group, head_dim + 2]
     Value p = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kvHeads, chunks, group, headDim + 2}, f32),
-        op.getPartials(), SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+        b, loc, RankedTensorType::get({kvHeads, chunks, group, headDim + 2}, f32), op.getPartials(),
+        SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
     auto column = [&](int64_t at, int64_t width) -> Value {
       SmallVector<int64_t> shape = {kvHeads, chunks, group};
       if (width > 1)
@@ -281,34 +279,33 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
         });
     Value total = buildGeneric(b, loc, ValueRange{weights, l},
                                filledTensor(b, loc, {index(kvHeads), index(group)}, 0.0f),
-                               {map3({k3, c3, g3}), map3({k3, c3, g3}), map3({k3, g3})},
-                               overChunks,
+                               {map3({k3, c3, g3}), map3({k3, c3, g3}), map3({k3, g3})}, overChunks,
                                [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
                                  Value scaled = arith::MulFOp::create(nb, nl, args[0], args[1]);
                                  return arith::AddFOp::create(nb, nl, args[2], scaled);
                                });
     // out[k, g, d] = sum_c w o / total, loops (k, c, g, d).
-    Value sums = buildGeneric(
-        b, loc, ValueRange{weights, o},
-        filledTensor(b, loc, {index(kvHeads), index(group), index(headDim)}, 0.0f),
-        {map4({k, c, g}), map4({k, c, g, d}), map4({k, g, d})},
-        {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel,
-         IteratorType::parallel},
-        [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
-          Value scaled = arith::MulFOp::create(nb, nl, args[0], args[1]);
-          return arith::AddFOp::create(nb, nl, args[2], scaled);
-        });
+    Value sums =
+        buildGeneric(b, loc, ValueRange{weights, o},
+                     filledTensor(b, loc, {index(kvHeads), index(group), index(headDim)}, 0.0f),
+                     {map4({k, c, g}), map4({k, c, g, d}), map4({k, g, d})},
+                     {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel,
+                      IteratorType::parallel},
+                     [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+                       Value scaled = arith::MulFOp::create(nb, nl, args[0], args[1]);
+                       return arith::AddFOp::create(nb, nl, args[2], scaled);
+                     });
     AffineExpr k2 = getAffineDimExpr(0, ctx), g2 = getAffineDimExpr(1, ctx),
                d2 = getAffineDimExpr(2, ctx);
-    Value out = buildGeneric(
-        b, loc, ValueRange{total}, sums,
-        {AffineMap::get(3, 0, {k2, g2}, ctx), AffineMap::get(3, 0, {k2, g2, d2}, ctx)},
-        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel},
-        [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
-          return arith::DivFOp::create(nb, nl, args[1], args[0]);
-        });
-    Value flat = tensor::CollapseShapeOp::create(b, loc, out,
-                                                 SmallVector<ReassociationIndices>{{0, 1, 2}});
+    Value out =
+        buildGeneric(b, loc, ValueRange{total}, sums,
+                     {AffineMap::get(3, 0, {k2, g2}, ctx), AffineMap::get(3, 0, {k2, g2, d2}, ctx)},
+                     {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel},
+                     [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+                       return arith::DivFOp::create(nb, nl, args[1], args[0]);
+                     });
+    Value flat =
+        tensor::CollapseShapeOp::create(b, loc, out, SmallVector<ReassociationIndices>{{0, 1, 2}});
     rewriter.replaceOp(op, flat);
     return success();
   }

@@ -37,13 +37,12 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
                  Value liveRows) {
   int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  Value init = intermediate
-                   ? scratchSlice(b, loc, {tokens, weightRows}, {b.getIndexAttr(tokens), rows},
-                                  std::nullopt)
-                   : tensor::EmptyOp::create(
-                         b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), rows},
-                         b.getF32Type())
-                         .getResult();
+  Value init =
+      intermediate
+          ? scratchSlice(b, loc, {tokens, weightRows}, {b.getIndexAttr(tokens), rows}, std::nullopt)
+          : tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), rows},
+                                    b.getF32Type())
+                .getResult();
   return builder.matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
 }
 
@@ -122,22 +121,22 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
         whole = scratchSlice(b, loc, {tokens, weightRows / 2}, {b.getIndexAttr(tokens), outputs},
                              std::nullopt);
       }
-      result = buildElementwise(b, loc, ValueRange{}, init,
-                                [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-                                  Value i = linalg::IndexOp::create(nb, l, rows ? 1 : 0);
-                                  Value g = arith::MulIOp::create(nb, l, i, two);
-                                  Value u = arith::AddIOp::create(nb, l, g, one);
-                                  SmallVector<Value> at, atUp;
-                                  if (rows) {
-                                    Value t = linalg::IndexOp::create(nb, l, 0);
-                                    at.push_back(t);
-                                    atUp.push_back(t);
-                                  }
-                                  at.push_back(g);
-                                  atUp.push_back(u);
-                                  return swigluScalar(nb, l, tensor::ExtractOp::create(nb, l, raw, at),
-                                                      tensor::ExtractOp::create(nb, l, raw, atUp));
-                                });
+      result = buildElementwise(
+          b, loc, ValueRange{}, init, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+            Value i = linalg::IndexOp::create(nb, l, rows ? 1 : 0);
+            Value g = arith::MulIOp::create(nb, l, i, two);
+            Value u = arith::AddIOp::create(nb, l, g, one);
+            SmallVector<Value> at, atUp;
+            if (rows) {
+              Value t = linalg::IndexOp::create(nb, l, 0);
+              at.push_back(t);
+              atUp.push_back(t);
+            }
+            at.push_back(g);
+            atUp.push_back(u);
+            return swigluScalar(nb, l, tensor::ExtractOp::create(nb, l, raw, at),
+                                tensor::ExtractOp::create(nb, l, raw, atUp));
+          });
     }
     if (Value residual = op.getResidual()) {
       // The residual connection: this op's outputs plus the same elements of r.
@@ -168,7 +167,6 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     rewriter.replaceOp(op, castTo(b, loc, result, op.getType()));
     return success();
   }
-
 };
 
 /// quill.project_qkv: the rows [first, first + count) (a tile's pairs of
@@ -200,7 +198,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     Value raw = matVecRows(b, loc, *builder, weight, op.getInput(), first, count,
                            /*intermediate=*/true);
     if (std::optional<APFloat> eps = op.getNormEps())
-      raw = scaleRows(b, loc, raw, builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat()));
+      raw =
+          scaleRows(b, loc, raw, builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat()));
 
     // Rotate the Q and K rows; V rows pass through.
     Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);
@@ -228,8 +227,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
 
     // The K rows [queryRows, queryRows + kvWidth) and V rows after them that
     // fall in this tile go to the caches (possibly none).
-    Value last = arith::AddIOp::create(b, loc, firstValue,
-                                       getValueOrCreateConstantIndexOp(b, loc, count));
+    Value last =
+        arith::AddIOp::create(b, loc, firstValue, getValueOrCreateConstantIndexOp(b, loc, count));
     auto store = [&](Value cache, int64_t partStart, int64_t partEnd) {
       auto clamp = [&](Value v) {
         Value low = arith::ConstantIndexOp::create(b, loc, partStart);
@@ -240,10 +239,11 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
       Value start = clamp(firstValue), stop = clamp(last);
       Value size = arith::SubIOp::create(b, loc, stop, start);
       Value part = tensor::ExtractSliceOp::create(
-          b, loc, y, ArrayRef<OpFoldResult>{arith::SubIOp::create(b, loc, start, firstValue).getResult()},
+          b, loc, y,
+          ArrayRef<OpFoldResult>{arith::SubIOp::create(b, loc, start, firstValue).getResult()},
           ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-      Value column = arith::SubIOp::create(b, loc, start,
-                                           arith::ConstantIndexOp::create(b, loc, partStart));
+      Value column =
+          arith::SubIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, partStart));
       return tensor::InsertSliceOp::create(
                  b, loc, part, cache, ArrayRef<OpFoldResult>{pos, column},
                  ArrayRef<OpFoldResult>{b.getIndexAttr(1), size},

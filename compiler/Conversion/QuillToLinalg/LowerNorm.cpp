@@ -84,13 +84,12 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
     // result = weight * (scale * x)
     Value out = tensor::EmptyOp::create(rewriter, loc, type.getShape(), rewriter.getF32Type());
     SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
-    Value result = buildGeneric(
-        rewriter, loc, ValueRange{op.getInput(), op.getWeight(), scales}, out,
-        {identity, toWidth, toRow, identity}, parallel,
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value scaled = arith::MulFOp::create(b, l, args[2], args[0]);
-          return arith::MulFOp::create(b, l, args[1], scaled);
-        });
+    Value result = buildGeneric(rewriter, loc, ValueRange{op.getInput(), op.getWeight(), scales},
+                                out, {identity, toWidth, toRow, identity}, parallel,
+                                [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                  Value scaled = arith::MulFOp::create(b, l, args[2], args[0]);
+                                  return arith::MulFOp::create(b, l, args[1], scaled);
+                                });
     rewriter.replaceOp(op, result);
     return success();
   }

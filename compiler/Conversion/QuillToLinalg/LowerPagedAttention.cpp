@@ -73,13 +73,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     Value blockCount = arith::DivUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, n, constant(blockSize - 1)), constant(blockSize));
 
-    Value row = tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({width}, f32), op.getQuery(),
-        ArrayRef<OpFoldResult>{t, index(0)}, ArrayRef<OpFoldResult>{index(1), index(width)},
-        ArrayRef<OpFoldResult>{index(1), index(1)});
-    Value query = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32), row,
-        SmallVector<ReassociationIndices>{{0, 1, 2}});
+    Value row = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({width}, f32),
+                                               op.getQuery(), ArrayRef<OpFoldResult>{t, index(0)},
+                                               ArrayRef<OpFoldResult>{index(1), index(width)},
+                                               ArrayRef<OpFoldResult>{index(1), index(1)});
+    Value query =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
+                                      row, SmallVector<ReassociationIndices>{{0, 1, 2}});
     query = scaleQuery(b, loc, query, kvHeads, group, index(kvHeads), headDim);
 
     // Block j of the sequence: positions [j * blockSize, + len), the cache
@@ -89,7 +89,8 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
       OpFoldResult lenFold;
     };
     auto blockRange = [&](OpBuilder &nb, Location l, Value j) {
-      Value start = arith::MulIOp::create(nb, l, j, arith::ConstantIndexOp::create(nb, l, blockSize));
+      Value start =
+          arith::MulIOp::create(nb, l, j, arith::ConstantIndexOp::create(nb, l, blockSize));
       Value len = arith::MinUIOp::create(nb, l, arith::SubIOp::create(nb, l, n, start),
                                          arith::ConstantIndexOp::create(nb, l, blockSize));
       return BlockRange{start, len, len};
@@ -107,8 +108,8 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
                                         nb.getIndexAttr(0)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
                                         nb.getIndexAttr(headDim)},
-                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                                        nb.getIndexAttr(1), nb.getIndexAttr(1)})
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1),
+                                        nb.getIndexAttr(1)})
           .getResult();
     };
     auto scoreSlice = [&](OpBuilder &nb, Value scores, const BlockRange &r) {
@@ -120,18 +121,19 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
 
     // scores[k, g, t] for all n positions, block by block.
-    Value scores = scratchSlice(b, loc, {kvHeads, group, context},
-                                {index(kvHeads), index(group), n}, 0.0f);
+    Value scores =
+        scratchSlice(b, loc, {kvHeads, group, context}, {index(kvHeads), index(group), n}, 0.0f);
     auto scoreLoop = scf::ForOp::create(
         b, loc, constant(0), blockCount, constant(1), ValueRange{scores},
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
           BlockRange r = blockRange(nb, l, j);
           auto [offsets, sizes] = scoreSlice(nb, carried[0], r);
-          Value part = tensor::ExtractSliceOp::create(nb, l, carried[0], offsets, sizes,
-                                                      unitStrides);
-          part = builder->attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len), part);
-          Value next = tensor::InsertSliceOp::create(nb, l, part, carried[0], offsets, sizes,
-                                                     unitStrides);
+          Value part =
+              tensor::ExtractSliceOp::create(nb, l, carried[0], offsets, sizes, unitStrides);
+          part = builder->attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len),
+                                          part);
+          Value next =
+              tensor::InsertSliceOp::create(nb, l, part, carried[0], offsets, sizes, unitStrides);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
     std::pair<Value, Value> numerators =
@@ -147,8 +149,8 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
           BlockRange r = blockRange(nb, l, j);
           auto [offsets, sizes] = scoreSlice(nb, probs, r);
           Value part = tensor::ExtractSliceOp::create(nb, l, probs, offsets, sizes, unitStrides);
-          Value next = builder->attentionWeightedSum(nb, l, part,
-                                            blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
+          Value next = builder->attentionWeightedSum(
+              nb, l, part, blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
     return tensor::CollapseShapeOp::create(b, loc, divideRows(b, loc, sumLoop.getResult(0), sums),

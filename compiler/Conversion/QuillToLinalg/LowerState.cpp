@@ -93,8 +93,7 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
               nb, l, row, carried[0], ArrayRef<OpFoldResult>{block, slot, nb.getIndexAttr(0)},
               ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
                                      nb.getIndexAttr(width)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                                     nb.getIndexAttr(1)});
+              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1)});
           scf::YieldOp::create(nb, l, ValueRange{cache});
         });
     rewriter.replaceOp(op, loop.getResult(0));

@@ -41,8 +41,8 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
   Value padding = f32Constant(b, loc, 0.0f);
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(rowType, 0.0f));
   // Keys [position, kv head, d] read as [position, d] at one kv head.
-  AffineMap keyTile = AffineMap::get(3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(2)},
-                                     b.getContext());
+  AffineMap keyTile =
+      AffineMap::get(3, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(2)}, b.getContext());
 
   auto heads = scf::ForOp::create(
       b, loc, constant(b, loc, 0), units, constant(b, loc, 1), ValueRange{init},
@@ -53,8 +53,8 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
           for (int64_t d = 0; d < headDim; ++d)
             q.push_back(vector::BroadcastOp::create(
                 hb, hl, rowType,
-                tensor::ExtractOp::create(hb, hl, query,
-                                          ValueRange{k, constant(hb, hl, g), constant(hb, hl, d)})));
+                tensor::ExtractOp::create(
+                    hb, hl, query, ValueRange{k, constant(hb, hl, g), constant(hb, hl, d)})));
         auto tileLoop = scf::ForOp::create(
             hb, hl, constant(hb, hl, 0), tiles, constant(hb, hl, 1), ValueRange{headCarried[0]},
             [&](OpBuilder &tb, Location tl, Value tile, ValueRange carried) {
@@ -72,9 +72,9 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
                   Value column = vector::ExtractOp::create(tb, tl, byDim, ArrayRef<int64_t>{d});
                   acc = vector::FMAOp::create(tb, tl, q[g * headDim + d], column, acc);
                 }
-                scores = vector::TransferWriteOp::create(
-                             tb, tl, acc, scores, ValueRange{k, constant(tb, tl, g), t0},
-                             ArrayRef<bool>{false})
+                scores = vector::TransferWriteOp::create(tb, tl, acc, scores,
+                                                         ValueRange{k, constant(tb, tl, g), t0},
+                                                         ArrayRef<bool>{false})
                              .getResult();
               }
               scf::YieldOp::create(tb, tl, ValueRange{scores});
@@ -100,16 +100,16 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
   Value units = tensor::DimOp::create(b, loc, init, 0);
   Value positions = tensor::DimOp::create(b, loc, values, 0);
   // Values [position, kv head, d] read as a row of d at one kv head.
-  AffineMap valueRow =
-      AffineMap::get(3, 0, {b.getAffineDimExpr(2)}, b.getContext());
+  AffineMap valueRow = AffineMap::get(3, 0, {b.getAffineDimExpr(2)}, b.getContext());
   auto heads = scf::ForOp::create(
       b, loc, constant(b, loc, 0), units, constant(b, loc, 1), ValueRange{init},
       [&](OpBuilder &hb, Location hl, Value k, ValueRange headCarried) {
         SmallVector<Value> start;
         for (int64_t g = 0; g < group; ++g)
           start.push_back(vector::TransferReadOp::create(
-              hb, hl, rowType, headCarried[0], ValueRange{k, constant(hb, hl, g), constant(hb, hl, 0)},
-              padding, ArrayRef<bool>{true}));
+              hb, hl, rowType, headCarried[0],
+              ValueRange{k, constant(hb, hl, g), constant(hb, hl, 0)}, padding,
+              ArrayRef<bool>{true}));
         auto sums = scf::ForOp::create(
             hb, hl, constant(hb, hl, 0), positions, constant(hb, hl, 1), start,
             [&](OpBuilder &tb, Location tl, Value t, ValueRange acc) {
@@ -119,8 +119,8 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
                   tb.getBoolArrayAttr({true}));
               SmallVector<Value> next;
               for (int64_t g = 0; g < group; ++g) {
-                Value p = tensor::ExtractOp::create(tb, tl, probs,
-                                                    ValueRange{k, constant(tb, tl, g), t});
+                Value p =
+                    tensor::ExtractOp::create(tb, tl, probs, ValueRange{k, constant(tb, tl, g), t});
                 next.push_back(vector::FMAOp::create(
                     tb, tl, vector::BroadcastOp::create(tb, tl, rowType, p), row, acc[g]));
               }
@@ -128,9 +128,9 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
             });
         Value out = headCarried[0];
         for (int64_t g = 0; g < group; ++g)
-          out = vector::TransferWriteOp::create(hb, hl, sums.getResult(g), out,
-                                                ValueRange{k, constant(hb, hl, g), constant(hb, hl, 0)},
-                                                ArrayRef<bool>{true})
+          out = vector::TransferWriteOp::create(
+                    hb, hl, sums.getResult(g), out,
+                    ValueRange{k, constant(hb, hl, g), constant(hb, hl, 0)}, ArrayRef<bool>{true})
                     .getResult();
         scf::YieldOp::create(hb, hl, ValueRange{out});
       });

@@ -59,15 +59,15 @@ Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Val
     // element is summed the same way whichever rows are live.
     Value live =
         arith::MinUIOp::create(b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, tokens));
-    tokenBlocks = arith::DivUIOp::create(b, loc, live,
-                                         arith::ConstantIndexOp::create(b, loc, tile.tokens));
-    tailTokens = arith::RemUIOp::create(b, loc, live,
-                                        arith::ConstantIndexOp::create(b, loc, tile.tokens));
+    tokenBlocks =
+        arith::DivUIOp::create(b, loc, live, arith::ConstantIndexOp::create(b, loc, tile.tokens));
+    tailTokens =
+        arith::RemUIOp::create(b, loc, live, arith::ConstantIndexOp::create(b, loc, tile.tokens));
   }
-  Value result = blockedMatMul(b, loc, tile, weight, input,
-                               getValueOrCreateConstantIndexOp(b, loc, firstRow),
-                               getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks,
-                               tailTokens, init, options_.prefetchWeights);
+  Value result =
+      blockedMatMul(b, loc, tile, weight, input, getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                    getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks, tailTokens, init,
+                    options_.prefetchWeights);
   OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
   if (getConstantIntValue(tailRows) == 0)
     return result;
@@ -88,8 +88,8 @@ Value CpuKernelBuilder::attentionScores(OpBuilder &b, Location loc, Value query,
   return KernelBuilder::attentionScores(b, loc, query, keys, init);
 }
 
-Value CpuKernelBuilder::attentionWeightedSum(OpBuilder &b, Location loc, Value probs,
-                                             Value values, Value init) const {
+Value CpuKernelBuilder::attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
+                                             Value init) const {
   if (Value sum = smallHeadWeightedSum(b, loc, probs, values, init))
     return sum;
   return KernelBuilder::attentionWeightedSum(b, loc, probs, values, init);

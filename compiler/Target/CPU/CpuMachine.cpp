@@ -47,9 +47,9 @@ ErrorOr<std::shared_ptr<CpuMachine>> CpuMachine::create(const CpuMachineOptions 
     result->cpu_ = options.cpu;
   }
   llvm::TargetOptions targetOptions;
-  result->machine_.reset(target->createTargetMachine(
-      triple, result->cpu_, result->features_, targetOptions, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  result->machine_.reset(target->createTargetMachine(triple, result->cpu_, result->features_,
+                                                     targetOptions, llvm::Reloc::PIC_, std::nullopt,
+                                                     llvm::CodeGenOptLevel::Aggressive));
   if (!result->machine_)
     return Status::error("cannot create a target machine for CPU '" + result->cpu_ + "'");
   return result;
@@ -62,8 +62,8 @@ std::string CpuMachine::description() const {
 std::string CpuMachine::requiredFeatures() const {
   // The ISA extensions that change the generated vector code; the runtime
   // refuses an artifact whose host lacks one of them.
-  static const char *kChecked[] = {"avx", "avx2", "fma", "f16c", "avx512f",
-                                   "avx512vl", "avx512bw", "avx512dq"};
+  static const char *kChecked[] = {"avx",     "avx2",     "fma",      "f16c",
+                                   "avx512f", "avx512vl", "avx512bw", "avx512dq"};
   const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
   std::string out;
   for (const char *feature : kChecked)
@@ -82,7 +82,7 @@ int64_t CpuMachine::vectorWidth() const {
 }
 
 ErrorOr<std::unique_ptr<llvm::Module>> CpuMachine::translate(mlir::ModuleOp module,
-                                                            llvm::LLVMContext &context) {
+                                                             llvm::LLVMContext &context) {
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule)
     return Status::error("translation of the LLVM dialect to LLVM IR failed");

@@ -35,8 +35,8 @@ public:
     return "the host CPU (or --cpu NAME): a shared object of AVX-512/AVX2 kernels";
   }
   const std::vector<std::string> &stages() const override {
-    static const std::vector<std::string> names = {
-        "quill", "kernels", "linalg", "loops", "llvm-dialect", "llvm", "asm"};
+    static const std::vector<std::string> names = {"quill",        "kernels", "linalg", "loops",
+                                                   "llvm-dialect", "llvm",    "asm"};
     return names;
   }
   size_t numMlirStages() const override { return 5; }
@@ -96,11 +96,9 @@ public:
     return mlir::success();
   }
 
-  ErrorOr<std::optional<TargetPayload>> finish(mlir::ModuleOp module,
-                                               const PipelineOptions &options,
-                                               std::optional<llvm::StringRef> emit,
-                                               llvm::raw_ostream &out,
-                                               const TextDump &dump) const override {
+  ErrorOr<std::optional<TargetPayload>>
+  finish(mlir::ModuleOp module, const PipelineOptions &options, std::optional<llvm::StringRef> emit,
+         llvm::raw_ostream &out, const TextDump &dump) const override {
     auto machine = CpuMachine::create({options.cpu});
     if (!machine)
       return machine.status();

@@ -1,7 +1,7 @@
 // quill-emit-kernel-abi: one C calling convention for every dispatched kernel,
 // `void K(void *const *bindings, i64 token, i64 pos, i64 begin, i64 end)`.
-#include "dialects/Quill/IR/QuillDialect.h"
 #include "compiler/Target/CPU/Passes.h"
+#include "dialects/Quill/IR/QuillDialect.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -26,14 +26,15 @@ struct EmitKernelABIPass : mlir::quill::impl::EmitKernelABIBase<EmitKernelABIPas
 
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     auto i64 = IntegerType::get(ctx, 64);
-    auto abiType = LLVM::LLVMFunctionType::get(
-        LLVM::LLVMVoidType::get(ctx), {ptrType, i64, i64, i64, i64});
+    auto abiType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrType, i64, i64, i64, i64});
     for (StringRef name : kernels) {
       auto body = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
       if (!body) {
         module.emitError("quill-emit-kernel-abi: kernel @")
-            << name << " is not an llvm.func (run convert-func-to-llvm with "
-                       "use-bare-ptr-memref-call-conv first)";
+            << name
+            << " is not an llvm.func (run convert-func-to-llvm with "
+               "use-bare-ptr-memref-call-conv first)";
         return signalPassFailure();
       }
       if (body.isExternal()) {
@@ -43,17 +44,16 @@ struct EmitKernelABIPass : mlir::quill::impl::EmitKernelABIBase<EmitKernelABIPas
       }
       std::string bodyName = (name + "_body").str();
       if (module.lookupSymbol(bodyName)) {
-        body.emitError("quill-emit-kernel-abi: @")
-            << bodyName << " already exists";
+        body.emitError("quill-emit-kernel-abi: @") << bodyName << " already exists";
         return signalPassFailure();
       }
       LLVM::LLVMFunctionType type = body.getFunctionType();
       unsigned numParams = type.getNumParams();
       if (numParams < kScalarParams ||
-          llvm::any_of(type.getParams().drop_back(kScalarParams),
-                       [&](Type t) { return t != ptrType; }) ||
-          llvm::any_of(type.getParams().take_back(kScalarParams),
-                       [&](Type t) { return t != i64; })) {
+          llvm::any_of(
+              type.getParams().drop_back(kScalarParams), [&](Type t) { return t != ptrType; }) ||
+          llvm::any_of(
+              type.getParams().take_back(kScalarParams), [&](Type t) { return t != i64; })) {
         body.emitError("quill-emit-kernel-abi: kernel @")
             << name << " must take bare pointers then 4 integers, got " << type;
         return signalPassFailure();
@@ -64,8 +64,7 @@ struct EmitKernelABIPass : mlir::quill::impl::EmitKernelABIBase<EmitKernelABIPas
       // Each binding is a distinct buffer; only an op's in-place cache is
       // both read and written, through one pointer.
       for (unsigned i = 0; i < numBindings; ++i)
-        body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                        UnitAttr::get(ctx));
+        body.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), UnitAttr::get(ctx));
 
       OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
       auto wrapper = LLVM::LLVMFuncOp::create(b, body.getLoc(), name, abiType);
@@ -73,9 +72,8 @@ struct EmitKernelABIPass : mlir::quill::impl::EmitKernelABIBase<EmitKernelABIPas
       b.setInsertionPointToStart(entry);
       SmallVector<Value> args;
       for (unsigned i = 0; i < numBindings; ++i) {
-        Value slot = LLVM::GEPOp::create(
-            b, body.getLoc(), ptrType, ptrType, entry->getArgument(0),
-            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+        Value slot = LLVM::GEPOp::create(b, body.getLoc(), ptrType, ptrType, entry->getArgument(0),
+                                         ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
         args.push_back(LLVM::LoadOp::create(b, body.getLoc(), ptrType, slot));
       }
       for (unsigned i = 0; i < kScalarParams; ++i)

@@ -65,12 +65,13 @@ Value blockedMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weigh
         SmallVector<Value> sums;
         for (int64_t r = 0; r < kRowBlock; ++r)
           sums.push_back(vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD,
-                                                     columns.getResult(r), Value(), fastMath.getValue()));
-        Value block8 = vector::FromElementsOp::create(
-            nb, l, VectorType::get({kRowBlock}, f32), sums);
-        Value y = vector::TransferWriteOp::create(nb, l, block8, carried[0], ValueRange{offset},
-                                                  inBounds)
-                      .getResult();
+                                                     columns.getResult(r), Value(),
+                                                     fastMath.getValue()));
+        Value block8 =
+            vector::FromElementsOp::create(nb, l, VectorType::get({kRowBlock}, f32), sums);
+        Value y =
+            vector::TransferWriteOp::create(nb, l, block8, carried[0], ValueRange{offset}, inBounds)
+                .getResult();
         scf::YieldOp::create(nb, l, ValueRange{y});
       });
   return rows.getResult(0);
@@ -117,88 +118,95 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
   auto panelLoop = scf::ForOp::create(
       b, loc, zero, constant(b, loc, panels), one, ValueRange{init},
       [&](OpBuilder &pb, Location pl, Value panel, ValueRange panelCarried) {
-  Value stepBegin = arith::MulIOp::create(pb, pl, panel, constant(pb, pl, panelSteps));
-  Value stepEnd = arith::MinUIOp::create(
-      pb, pl, arith::AddIOp::create(pb, pl, stepBegin, constant(pb, pl, panelSteps)),
-      constant(pb, pl, totalSteps));
-  auto rowBlocks = scf::ForOp::create(
-      pb, pl, zero, blocks, one, ValueRange{panelCarried[0]},
-      [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
-        Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, tileRows));
-        Value row = arith::AddIOp::create(nb, l, first, column);
-        // Register tiles of `tile` tokens: `count` of them from token `from`.
-        auto tokenTiles = [&](Value out, Value from, Value count, int64_t tile) {
-        auto tokenLoop = scf::ForOp::create(
-            nb, l, zero, count, one, ValueRange{out},
-            [&](OpBuilder &tb, Location tl, Value tokenBlock, ValueRange carried) {
-              Value token0 = arith::AddIOp::create(
-                  tb, tl, from, arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, tile)));
-              SmallVector<Value> tokenIndex, rowIndex;
-              for (int64_t i = 0; i < tile; ++i)
-                tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, constant(tb, tl, i)));
-              for (int64_t j = 0; j < tileRows; ++j)
-                rowIndex.push_back(arith::AddIOp::create(tb, tl, row, constant(tb, tl, j)));
-              SmallVector<Value> accInit(tile * tileRows, zeros);
-              auto steps = scf::ForOp::create(
-                  tb, tl, stepBegin, stepEnd, one, accInit,
-                  [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
-                    Value k = arith::MulIOp::create(ib, il, step, constant(ib, il, vectorWidth));
-                    if (weightMemref) {
-                      // Token tile t fetches row t % 8 of the next block.
-                      Value ahead = arith::AddIOp::create(
-                          ib, il, row,
-                          arith::AddIOp::create(
-                              ib, il, constant(ib, il, tileRows),
-                              arith::RemUIOp::create(ib, il, tokenBlock,
-                                                     constant(ib, il, tileRows))));
-                      ahead = arith::MinUIOp::create(ib, il, ahead,
-                                                     constant(ib, il, weightRows - 1));
-                      memref::PrefetchOp::create(ib, il, weightMemref, ValueRange{ahead, k},
-                                                 /*isWrite=*/false, /*localityHint=*/3,
-                                                 /*isDataCache=*/true);
-                    }
-                    SmallVector<Value> x, w, next;
-                    for (int64_t i = 0; i < tile; ++i)
-                      x.push_back(vector::TransferReadOp::create(
-                          ib, il, lanes, input, ValueRange{tokenIndex[i], k}, padding, inBounds));
-                    for (int64_t j = 0; j < tileRows; ++j)
-                      w.push_back(vector::TransferReadOp::create(
-                          ib, il, lanes, weight, ValueRange{rowIndex[j], k}, padding, inBounds));
-                    for (int64_t i = 0; i < tile; ++i)
+        Value stepBegin = arith::MulIOp::create(pb, pl, panel, constant(pb, pl, panelSteps));
+        Value stepEnd = arith::MinUIOp::create(
+            pb, pl, arith::AddIOp::create(pb, pl, stepBegin, constant(pb, pl, panelSteps)),
+            constant(pb, pl, totalSteps));
+        auto rowBlocks = scf::ForOp::create(
+            pb, pl, zero, blocks, one, ValueRange{panelCarried[0]},
+            [&](OpBuilder &nb, Location l, Value block, ValueRange rowCarried) {
+              Value column = arith::MulIOp::create(nb, l, block, constant(nb, l, tileRows));
+              Value row = arith::AddIOp::create(nb, l, first, column);
+              // Register tiles of `tile` tokens: `count` of them from token `from`.
+              auto tokenTiles = [&](Value out, Value from, Value count, int64_t tile) {
+                auto tokenLoop = scf::ForOp::create(
+                    nb, l, zero, count, one, ValueRange{out},
+                    [&](OpBuilder &tb, Location tl, Value tokenBlock, ValueRange carried) {
+                      Value token0 = arith::AddIOp::create(
+                          tb, tl, from,
+                          arith::MulIOp::create(tb, tl, tokenBlock, constant(tb, tl, tile)));
+                      SmallVector<Value> tokenIndex, rowIndex;
+                      for (int64_t i = 0; i < tile; ++i)
+                        tokenIndex.push_back(
+                            arith::AddIOp::create(tb, tl, token0, constant(tb, tl, i)));
                       for (int64_t j = 0; j < tileRows; ++j)
-                        next.push_back(vector::FMAOp::create(ib, il, lanes, w[j], x[i],
-                                                             acc[i * tileRows + j]));
-                    scf::YieldOp::create(ib, il, next);
-                  });
-              Value out = carried[0];
-              for (int64_t i = 0; i < tile; ++i) {
-                SmallVector<Value> sums;
-                for (int64_t j = 0; j < tileRows; ++j)
-                  sums.push_back(vector::ReductionOp::create(
-                      tb, tl, vector::CombiningKind::ADD, steps.getResult(i * tileRows + j),
-                      Value(), fastMath.getValue()));
-                auto tileType = VectorType::get({tileRows}, f32);
-                Value sum = vector::FromElementsOp::create(tb, tl, tileType, sums);
-                Value before = vector::TransferReadOp::create(
-                    tb, tl, tileType, out, ValueRange{tokenIndex[i], column}, padding, inBounds);
-                sum = arith::AddFOp::create(tb, tl, before, sum);
-                out = vector::TransferWriteOp::create(tb, tl, sum, out,
-                                                      ValueRange{tokenIndex[i], column}, inBounds)
-                          .getResult();
-              }
-              scf::YieldOp::create(tb, tl, ValueRange{out});
+                        rowIndex.push_back(arith::AddIOp::create(tb, tl, row, constant(tb, tl, j)));
+                      SmallVector<Value> accInit(tile * tileRows, zeros);
+                      auto steps = scf::ForOp::create(
+                          tb, tl, stepBegin, stepEnd, one, accInit,
+                          [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
+                            Value k =
+                                arith::MulIOp::create(ib, il, step, constant(ib, il, vectorWidth));
+                            if (weightMemref) {
+                              // Token tile t fetches row t % 8 of the next block.
+                              Value ahead = arith::AddIOp::create(
+                                  ib, il, row,
+                                  arith::AddIOp::create(
+                                      ib, il, constant(ib, il, tileRows),
+                                      arith::RemUIOp::create(ib, il, tokenBlock,
+                                                             constant(ib, il, tileRows))));
+                              ahead = arith::MinUIOp::create(ib, il, ahead,
+                                                             constant(ib, il, weightRows - 1));
+                              memref::PrefetchOp::create(ib, il, weightMemref, ValueRange{ahead, k},
+                                                         /*isWrite=*/false, /*localityHint=*/3,
+                                                         /*isDataCache=*/true);
+                            }
+                            SmallVector<Value> x, w, next;
+                            for (int64_t i = 0; i < tile; ++i)
+                              x.push_back(vector::TransferReadOp::create(
+                                  ib, il, lanes, input, ValueRange{tokenIndex[i], k}, padding,
+                                  inBounds));
+                            for (int64_t j = 0; j < tileRows; ++j)
+                              w.push_back(vector::TransferReadOp::create(ib, il, lanes, weight,
+                                                                         ValueRange{rowIndex[j], k},
+                                                                         padding, inBounds));
+                            for (int64_t i = 0; i < tile; ++i)
+                              for (int64_t j = 0; j < tileRows; ++j)
+                                next.push_back(vector::FMAOp::create(ib, il, lanes, w[j], x[i],
+                                                                     acc[i * tileRows + j]));
+                            scf::YieldOp::create(ib, il, next);
+                          });
+                      Value out = carried[0];
+                      for (int64_t i = 0; i < tile; ++i) {
+                        SmallVector<Value> sums;
+                        for (int64_t j = 0; j < tileRows; ++j)
+                          sums.push_back(vector::ReductionOp::create(
+                              tb, tl, vector::CombiningKind::ADD, steps.getResult(i * tileRows + j),
+                              Value(), fastMath.getValue()));
+                        auto tileType = VectorType::get({tileRows}, f32);
+                        Value sum = vector::FromElementsOp::create(tb, tl, tileType, sums);
+                        Value before = vector::TransferReadOp::create(
+                            tb, tl, tileType, out, ValueRange{tokenIndex[i], column}, padding,
+                            inBounds);
+                        sum = arith::AddFOp::create(tb, tl, before, sum);
+                        out = vector::TransferWriteOp::create(
+                                  tb, tl, sum, out, ValueRange{tokenIndex[i], column}, inBounds)
+                                  .getResult();
+                      }
+                      scf::YieldOp::create(tb, tl, ValueRange{out});
+                    });
+                return tokenLoop.getResult(0);
+              };
+              Value out = tokenTiles(rowCarried[0], zero, tokenBlocks, tileTokens);
+              // The live rows past the last whole tile, one token per tile: each
+              // element is summed exactly as in a whole tile.
+              if (tailTokens)
+                out = tokenTiles(
+                    out, arith::MulIOp::create(nb, l, tokenBlocks, constant(nb, l, tileTokens)),
+                    tailTokens, 1);
+              scf::YieldOp::create(nb, l, ValueRange{out});
             });
-        return tokenLoop.getResult(0);
-        };
-        Value out = tokenTiles(rowCarried[0], zero, tokenBlocks, tileTokens);
-        // The live rows past the last whole tile, one token per tile: each
-        // element is summed exactly as in a whole tile.
-        if (tailTokens)
-          out = tokenTiles(out, arith::MulIOp::create(nb, l, tokenBlocks, constant(nb, l, tileTokens)),
-                           tailTokens, 1);
-        scf::YieldOp::create(nb, l, ValueRange{out});
-      });
-  scf::YieldOp::create(pb, pl, ValueRange{rowBlocks.getResult(0)});
+        scf::YieldOp::create(pb, pl, ValueRange{rowBlocks.getResult(0)});
       });
   return panelLoop.getResult(0);
 }

@@ -37,9 +37,17 @@ ErrorOr<std::vector<uint8_t>> linkSharedObject(const std::string &object) {
   const char *override = std::getenv("QUILL_LLD");
   std::string lld = override ? override : QUILL_LLD_PATH;
   // libm provides expf/sinf/cosf/powf for the kernels.
-  llvm::SmallVector<llvm::StringRef> args = {
-      lld, "-shared", "-o", temp.library, temp.object, "-z", "noexecstack",
-      "--as-needed", "-L/usr/lib/x86_64-linux-gnu", "-L/lib/x86_64-linux-gnu", "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {lld,
+                                             "-shared",
+                                             "-o",
+                                             temp.library,
+                                             temp.object,
+                                             "-z",
+                                             "noexecstack",
+                                             "--as-needed",
+                                             "-L/usr/lib/x86_64-linux-gnu",
+                                             "-L/lib/x86_64-linux-gnu",
+                                             "-lm"};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0)

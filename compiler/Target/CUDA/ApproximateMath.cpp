@@ -37,8 +37,8 @@ struct ScalarSqrt : OpRewritePattern<math::SqrtOp> {
     Value halfX = arith::MulFOp::create(b, loc, fconst(0.5f), x);
     for (int step = 0; step < 3; ++step) {
       Value yy = arith::MulFOp::create(b, loc, y, y);
-      Value t = arith::SubFOp::create(b, loc, fconst(1.5f),
-                                      arith::MulFOp::create(b, loc, halfX, yy));
+      Value t =
+          arith::SubFOp::create(b, loc, fconst(1.5f), arith::MulFOp::create(b, loc, halfX, yy));
       y = arith::MulFOp::create(b, loc, y, t);
     }
     b.replaceOpWithNewOp<arith::MulFOp>(op, x, y);
@@ -71,7 +71,8 @@ struct ScalarFloor : OpRewritePattern<math::FloorOp> {
     Value x = op.getOperand();
     Value t = arith::SIToFPOp::create(b, loc, type, arith::FPToSIOp::create(b, loc, intType, x));
     Value above = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, t);
-    Value one = arith::ConstantOp::create(b, loc, type, b.getFloatAttr(getElementTypeOrSelf(type), 1.0));
+    Value one =
+        arith::ConstantOp::create(b, loc, type, b.getFloatAttr(getElementTypeOrSelf(type), 1.0));
     if (auto vector = dyn_cast<VectorType>(type))
       one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vector, 1.0f));
     Value lower = arith::SubFOp::create(b, loc, t, one);

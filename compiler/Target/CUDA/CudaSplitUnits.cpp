@@ -18,8 +18,7 @@ UnitSplit gpuSplit(Operation *op) {
   // A prefill's token rows; a vector's elements (merged attention, RMSNorm,
   // the decode embedding). One GPU thread for all of them is slow.
   if (auto rope = dyn_cast<RoPEOp>(op))
-    return !rope.getRows() && rope.getType().getRank() == 2 ? UnitSplit::Rows
-                                                            : UnitSplit::Default;
+    return !rope.getRows() && rope.getType().getRank() == 2 ? UnitSplit::Rows : UnitSplit::Default;
   if (auto write = dyn_cast<KVWriteOp>(op))
     return write.getRow().getType().getRank() == 2 ? UnitSplit::Rows : UnitSplit::Default;
   if (isa<EmbeddingsOp, AttentionMergeOp, RMSNormOp, EmbeddingOp>(op))

@@ -87,11 +87,9 @@ public:
     return mlir::success();
   }
 
-  ErrorOr<std::optional<TargetPayload>> finish(mlir::ModuleOp module,
-                                               const PipelineOptions &options,
-                                               std::optional<llvm::StringRef> emit,
-                                               llvm::raw_ostream &out,
-                                               const TextDump &) const override {
+  ErrorOr<std::optional<TargetPayload>>
+  finish(mlir::ModuleOp module, const PipelineOptions &options, std::optional<llvm::StringRef> emit,
+         llvm::raw_ostream &out, const TextDump &) const override {
     // The PTX text of the kernels' gpu.binary; the rest of the module is
     // the schedules.
     std::string ptx;
@@ -107,9 +105,9 @@ public:
       out << ptx;
       return std::optional<TargetPayload>();
     }
-    return std::optional<TargetPayload>(TargetPayload{
-        SectionKind::GpuKernels, std::vector<uint8_t>(ptx.begin(), ptx.end()),
-        "cuda " + options.gpuArch});
+    return std::optional<TargetPayload>(TargetPayload{SectionKind::GpuKernels,
+                                                      std::vector<uint8_t>(ptx.begin(), ptx.end()),
+                                                      "cuda " + options.gpuArch});
   }
 
 private:

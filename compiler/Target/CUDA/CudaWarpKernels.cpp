@@ -56,8 +56,7 @@ private:
 std::pair<Value, Value> unitRange(OpBuilder &b, Location loc, ValueRange tile, int64_t units) {
   if (!tile.empty())
     return {tile[0], tile[1]};
-  return {arith::ConstantIndexOp::create(b, loc, 0),
-          arith::ConstantIndexOp::create(b, loc, units)};
+  return {arith::ConstantIndexOp::create(b, loc, 0), arith::ConstantIndexOp::create(b, loc, units)};
 }
 
 /// A prefill's attention tiled by (query row, kv head): a warp per unit.

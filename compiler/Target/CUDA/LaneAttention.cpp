@@ -12,8 +12,8 @@
 //   store the same values.
 // The emulation computes each lane's values in a loop over lanes, with the
 // same operations in the same order.
-#include "compiler/Target/CUDA/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Target/CUDA/LaneReduction.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -53,17 +53,16 @@ Value score(OpBuilder &b, Location loc, const HeadWork &w, Value rel) {
         Value t = arith::AddIOp::create(tb, tl, w.start, rel);
         Value zero = f32Constant(tb, tl, 0.0f);
         auto dot = scf::ForOp::create(
-            tb, tl, index(tb, tl, 0), index(tb, tl, w.headDim), index(tb, tl, 1),
-            ValueRange{zero}, [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
+            tb, tl, index(tb, tl, 0), index(tb, tl, w.headDim), index(tb, tl, 1), ValueRange{zero},
+            [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
               Value q = tensor::ExtractOp::create(
                   db, dl, w.query, ValueRange{arith::AddIOp::create(db, dl, w.qBase, d)});
               Value k = tensor::ExtractOp::create(
                   db, dl, w.keys, ValueRange{t, arith::AddIOp::create(db, dl, w.kvBase, d)});
-              scf::YieldOp::create(db, dl,
-                                   ValueRange{math::FmaOp::create(db, dl, q, k, acc[0])});
+              scf::YieldOp::create(db, dl, ValueRange{math::FmaOp::create(db, dl, q, k, acc[0])});
             });
-        scf::YieldOp::create(
-            tb, tl, ValueRange{arith::DivFOp::create(tb, tl, dot.getResult(0), w.root)});
+        scf::YieldOp::create(tb, tl,
+                             ValueRange{arith::DivFOp::create(tb, tl, dot.getResult(0), w.root)});
       },
       [&](OpBuilder &eb, Location el) {
         scf::YieldOp::create(eb, el, ValueRange{f32Constant(eb, el, kNegInf)});
@@ -99,7 +98,9 @@ Value liveSources(OpBuilder &b, Location loc, const HeadWork &w, int64_t j) {
 Value maximum(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaximumFOp::create(b, loc, x, y);
 }
-Value add(OpBuilder &b, Location loc, Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+Value add(OpBuilder &b, Location loc, Value x, Value y) {
+  return arith::AddFOp::create(b, loc, x, y);
+}
 
 /// The row of one query head on the GPU: this lane's share, then the whole
 /// row gathered from the lanes; (o[0 .. d), M, L) into `out` at `at`.
@@ -198,8 +199,8 @@ Value emulatedHead(OpBuilder &b, Location loc, const HeadWork &w, Value out, Val
         Value o = f32Constant(db, dl, 0.0f);
         for (int64_t j = 0; j < w.slots; ++j) {
           auto sources = scf::ForOp::create(
-              db, dl, index(db, dl, 0), liveSources(db, dl, w, j), index(db, dl, 1),
-              ValueRange{o}, [&](OpBuilder &nb, Location l, Value source, ValueRange acc) {
+              db, dl, index(db, dl, 0), liveSources(db, dl, w, j), index(db, dl, 1), ValueRange{o},
+              [&](OpBuilder &nb, Location l, Value source, ValueRange acc) {
                 Value et = vector::ExtractOp::create(nb, l, e[j], OpFoldResult(source));
                 Value t = arith::AddIOp::create(nb, l, source, index(nb, l, j * kWarpLanes));
                 scf::YieldOp::create(nb, l, ValueRange{accumulate(nb, l, w, t, et, d, acc[0])});
@@ -208,8 +209,9 @@ Value emulatedHead(OpBuilder &b, Location loc, const HeadWork &w, Value out, Val
         }
         Value column = arith::AddIOp::create(db, dl, rowBase, d);
         scf::YieldOp::create(
-            db, dl, ValueRange{tensor::InsertOp::create(db, dl, o, carried[0], ValueRange{at, column})
-                                   .getResult()});
+            db, dl,
+            ValueRange{tensor::InsertOp::create(db, dl, o, carried[0], ValueRange{at, column})
+                           .getResult()});
       });
   out = dims.getResult(0);
   Value mColumn = arith::AddIOp::create(b, loc, rowBase, index(b, loc, w.headDim));
@@ -243,8 +245,7 @@ Value laneAttentionPartial(OpBuilder &b, Location loc, LaneMode mode, Operation 
         w.start = arith::MulIOp::create(ub, ul, part, index(ub, ul, chunk));
         Value stop = arith::MinUIOp::create(
             ub, ul, arith::AddIOp::create(ub, ul, w.start, index(ub, ul, chunk)), positions);
-        w.n = arith::SubIOp::create(ub, ul, arith::MaxUIOp::create(ub, ul, stop, w.start),
-                                    w.start);
+        w.n = arith::SubIOp::create(ub, ul, arith::MaxUIOp::create(ub, ul, stop, w.start), w.start);
         w.kvBase = arith::MulIOp::create(ub, ul, kvHead, index(ub, ul, headDim));
         Value at = arith::SubIOp::create(ub, ul, unit, first);
         auto heads = scf::ForOp::create(
@@ -290,8 +291,8 @@ SmallVector<Value> laneOnlineSoftmax(OpBuilder &b, Location loc, const RowHead &
       [&](OpBuilder &pb, Location pl, Value t, ValueRange acc) {
         Value zero = f32Constant(pb, pl, 0.0f);
         auto dot = scf::ForOp::create(
-            pb, pl, index(pb, pl, 0), index(pb, pl, h.headDim), index(pb, pl, 1),
-            ValueRange{zero}, [&](OpBuilder &db, Location dl, Value d, ValueRange sum) {
+            pb, pl, index(pb, pl, 0), index(pb, pl, h.headDim), index(pb, pl, 1), ValueRange{zero},
+            [&](OpBuilder &db, Location dl, Value d, ValueRange sum) {
               Value q = tensor::ExtractOp::create(
                   db, dl, h.query, ValueRange{h.row, arith::AddIOp::create(db, dl, h.qBase, d)});
               Value k = tensor::ExtractOp::create(
@@ -303,8 +304,8 @@ SmallVector<Value> laneOnlineSoftmax(OpBuilder &b, Location loc, const RowHead &
         // The old terms rescaled to the new maximum (0 at the first), this one's weight.
         Value rescale = math::ExpOp::create(pb, pl, arith::SubFOp::create(pb, pl, acc[0], best));
         Value p = math::ExpOp::create(pb, pl, arith::SubFOp::create(pb, pl, s, best));
-        SmallVector<Value> next = {
-            best, math::FmaOp::create(pb, pl, acc[1], rescale, p).getResult()};
+        SmallVector<Value> next = {best,
+                                   math::FmaOp::create(pb, pl, acc[1], rescale, p).getResult()};
         for (int64_t d = 0; d < h.headDim; ++d) {
           Value v = tensor::ExtractOp::create(
               pb, pl, h.values,
@@ -356,8 +357,8 @@ Value mergeLanes(OpBuilder &b, Location loc, LaneMode mode, const RowHead &h, Va
     Value e = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, m, best));
     return vector::InsertOp::create(nb, l, e, w, OpFoldResult(lane)).getResult();
   });
-  Value total = warpCombine(b, loc, mode,
-                            arith::MulFOp::create(b, loc, lanes.getResult(1), weights), add);
+  Value total =
+      warpCombine(b, loc, mode, arith::MulFOp::create(b, loc, lanes.getResult(1), weights), add);
   for (int64_t d = 0; d < h.headDim; ++d) {
     Value o = warpCombine(b, loc, mode,
                           arith::MulFOp::create(b, loc, lanes.getResult(2 + d), weights), add);

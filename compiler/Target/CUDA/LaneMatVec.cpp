@@ -1,8 +1,8 @@
 // Matrix-vector products and RMS scales with warp-shared reductions: on the
 // GPU a warp computes each output element, its lanes reading adjacent
 // elements of the weight row (coalesced), instead of one thread per row.
-#include "compiler/Target/CUDA/LaneReduction.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Target/CUDA/LaneReduction.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -31,9 +31,8 @@ Value laneDot(OpBuilder &b, Location loc, LaneMode mode, Value weight, Value row
 Value fillRow(OpBuilder &b, Location loc, OpFoldResult count, Value out, ValueRange prefix,
               function_ref<Value(OpBuilder &, Location, Value)> element) {
   auto loop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), getValueOrCreateConstantIndexOp(b, loc, count),
-      index(b, loc, 1), ValueRange{out},
-      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+      b, loc, index(b, loc, 0), getValueOrCreateConstantIndexOp(b, loc, count), index(b, loc, 1),
+      ValueRange{out}, [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
         SmallVector<Value> at(prefix);
         at.push_back(i);
         Value next = tensor::InsertOp::create(nb, l, element(nb, l, i), carried[0], at);

@@ -51,9 +51,9 @@ Value warpCombine(OpBuilder &b, Location loc, LaneMode mode, Value value, const 
   for (int32_t offset = kWarpLanes / 2; offset > 0; offset /= 2) {
     Value other;
     if (mode == LaneMode::Gpu) {
-      other = gpu::ShuffleOp::create(b, loc, value, offset, int32_t(kWarpLanes),
-                                     gpu::ShuffleMode::XOR)
-                  .getShuffleResult();
+      other =
+          gpu::ShuffleOp::create(b, loc, value, offset, int32_t(kWarpLanes), gpu::ShuffleMode::XOR)
+              .getShuffleResult();
     } else {
       // Lane i takes lane i ^ offset, as shfl.xor does.
       SmallVector<int64_t> partner;
@@ -71,8 +71,8 @@ Value warpCombine(OpBuilder &b, Location loc, LaneMode mode, Value value, const 
 Value overLanes(OpBuilder &b, Location loc, Value initial,
                 function_ref<Value(OpBuilder &, Location, Value lane, Value lanes)> body) {
   auto loop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, kWarpLanes), index(b, loc, 1),
-      ValueRange{initial}, [&](OpBuilder &nb, Location l, Value lane, ValueRange carried) {
+      b, loc, index(b, loc, 0), index(b, loc, kWarpLanes), index(b, loc, 1), ValueRange{initial},
+      [&](OpBuilder &nb, Location l, Value lane, ValueRange carried) {
         scf::YieldOp::create(nb, l, ValueRange{body(nb, l, lane, carried[0])});
       });
   return loop.getResult(0);

@@ -58,8 +58,7 @@ struct ShrinkScratch : OpRewritePattern<tensor::ExtractSliceOp> {
   }
 };
 
-struct SpecializeGpuUnitsPass
-    : mlir::quill::impl::SpecializeGpuUnitsBase<SpecializeGpuUnitsPass> {
+struct SpecializeGpuUnitsPass : mlir::quill::impl::SpecializeGpuUnitsBase<SpecializeGpuUnitsPass> {
   using SpecializeGpuUnitsBase::SpecializeGpuUnitsBase;
 
   /// The CPU's analog of the GPU launch: `kernel` becomes the private K_unit,
@@ -80,8 +79,8 @@ struct SpecializeGpuUnitsPass
     OpBuilder wb = OpBuilder::atBlockBegin(entry);
     unsigned n = entry->getNumArguments();
     Value one = arith::ConstantIndexOp::create(wb, loc, 1);
-    auto loop = scf::ForOp::create(wb, loc, entry->getArgument(n - 2), entry->getArgument(n - 1),
-                                   one);
+    auto loop =
+        scf::ForOp::create(wb, loc, entry->getArgument(n - 2), entry->getArgument(n - 1), one);
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     Value unit = loop.getInductionVar();
     SmallVector<Value> args(entry->getArguments().take_front(n - 2));
@@ -101,8 +100,7 @@ struct SpecializeGpuUnitsPass
       // The kernel contract: no results, (token, pos, begin, end) last.
       FunctionType type = kernel.getFunctionType();
       if (type.getNumResults() != 0 || type.getNumInputs() < 4 ||
-          !llvm::all_of(type.getInputs().take_back(4),
-                        [](Type t) { return t.isIndex(); })) {
+          !llvm::all_of(type.getInputs().take_back(4), [](Type t) { return t.isIndex(); })) {
         kernel.emitError("quill-specialize-gpu-units: kernel '")
             << kernel.getName() << "' must return nothing and end with four index arguments";
         return signalPassFailure();

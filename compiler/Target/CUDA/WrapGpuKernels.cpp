@@ -125,8 +125,8 @@ struct WrapGpuKernelsPass : mlir::quill::impl::WrapGpuKernelsBase<WrapGpuKernels
       };
       Value token = stepArg(0), pos = stepArg(1);
       Value unit = lanes == 1 ? thread
-                              : arith::DivUIOp::create(tb, loc, thread,
-                                                       arith::ConstantIndexOp::create(tb, loc, lanes))
+                              : arith::DivUIOp::create(
+                                    tb, loc, thread, arith::ConstantIndexOp::create(tb, loc, lanes))
                                     .getResult();
       Value next = arith::AddIOp::create(tb, loc, unit, arith::ConstantIndexOp::create(tb, loc, 1));
       SmallVector<Value> args(entry.getArguments().take_front(memrefs));

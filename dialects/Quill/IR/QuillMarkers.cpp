@@ -67,8 +67,8 @@ void setUnitSplit(Operation *op, UnitSplit split) {
     helper.removeAttr(op);
     return;
   }
-  helper.setAttr(op, StringAttr::get(op->getContext(),
-                                     split == UnitSplit::Rows ? "rows" : "query-rows"));
+  helper.setAttr(
+      op, StringAttr::get(op->getContext(), split == UnitSplit::Rows ? "rows" : "query-rows"));
 }
 
 } // namespace mlir::quill

@@ -53,8 +53,7 @@ static LogicalResult verifyStaticShapes(Operation *op, bool tiled = false) {
 
 static LogicalResult verifyTile(Operation *op, ValueRange tile) {
   if (!tile.empty() && tile.size() != 2)
-    return op->emitOpError("tile takes a begin and an end, got ")
-           << tile.size() << " values";
+    return op->emitOpError("tile takes a begin and an end, got ") << tile.size() << " values";
   return success();
 }
 
@@ -68,8 +67,7 @@ LogicalResult WeightOp::verify() {
 
 LogicalResult KVCacheOp::verify() {
   if (getKind() != "key" && getKind() != "value")
-    return emitOpError("kind must be \"key\" or \"value\", got \"")
-           << getKind() << "\"";
+    return emitOpError("kind must be \"key\" or \"value\", got \"") << getKind() << "\"";
   if (getLayerAttr().getInt() < 0)
     return emitOpError("layer must be non-negative, got ") << getLayerAttr().getInt();
   if (!cast<RankedTensorType>(getType()).hasStaticShape())
@@ -93,8 +91,8 @@ LogicalResult PagedKVWriteOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
   if (mismatch(widthOf(getRows()), dimOf(getCache(), 2)))
-    return emitOpError("rows have ") << widthOf(getRows())
-                                     << " elements but the cache rows have " << dimOf(getCache(), 2);
+    return emitOpError("rows have ")
+           << widthOf(getRows()) << " elements but the cache rows have " << dimOf(getCache(), 2);
   return verifyBatchRows(*this, getRows(), getTables(), getPositions());
 }
 
@@ -105,8 +103,7 @@ LogicalResult KVWriteOp::verify() {
     return emitOpError("only T rows are tiled");
   if (mismatch(widthOf(getRow()), dimOf(getCache(), 1)))
     return emitOpError("row has ")
-           << widthOf(getRow()) << " elements but the cache rows have "
-           << dimOf(getCache(), 1);
+           << widthOf(getRow()) << " elements but the cache rows have " << dimOf(getCache(), 1);
   return success();
 }
 
@@ -114,12 +111,11 @@ LogicalResult EmbeddingOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
   if (isTiled() && getResult().getType().getRank() != 1)
-    return emitOpError("a tile's result must be elements of the row, got ") << getResult().getType();
+    return emitOpError("a tile's result must be elements of the row, got ")
+           << getResult().getType();
   if (!isTiled() && mismatch(dimOf(getTable(), 1), dimOf(getResult(), 0)))
-    return emitOpError("table") << weightName(getTable()) << " rows have "
-                                << dimOf(getTable(), 1)
-                                << " elements but the result has "
-                                << dimOf(getResult(), 0);
+    return emitOpError("table") << weightName(getTable()) << " rows have " << dimOf(getTable(), 1)
+                                << " elements but the result has " << dimOf(getResult(), 0);
   return success();
 }
 
@@ -150,16 +146,14 @@ LogicalResult RMSNormOp::verify() {
   if (!isTiled() && getResult().getType() != getInput().getType())
     return emitOpError("result must have the input's type ") << getInput().getType();
   // Tiled: some elements of a vector, or some rows of [T, width].
-  if (isTiled() && (getResult().getType().getRank() != getInput().getType().getRank() ||
-                    (getInput().getType().getRank() == 2 &&
-                     dimOf(getResult(), 1) != widthOf(getInput()))))
+  if (isTiled() &&
+      (getResult().getType().getRank() != getInput().getType().getRank() ||
+       (getInput().getType().getRank() == 2 && dimOf(getResult(), 1) != widthOf(getInput()))))
     return emitOpError("a tile's result must be elements of the vector or whole rows, got ")
            << getResult().getType();
   if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
-    return emitOpError("weight") << weightName(getWeight()) << " has "
-                                 << dimOf(getWeight(), 0)
-                                 << " elements but the input has "
-                                 << widthOf(getInput());
+    return emitOpError("weight") << weightName(getWeight()) << " has " << dimOf(getWeight(), 0)
+                                 << " elements but the input has " << widthOf(getInput());
   if (!(getEps().convertToFloat() > 0.0f))
     return emitOpError("eps must be positive");
   return success();
@@ -173,22 +167,23 @@ template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
     return failure();
   if (mismatch(dimOf(weight, 1), widthOf(input)))
     return op->emitOpError("weight")
-           << weightName(weight) << " has " << dimOf(weight, 1)
-           << " columns but the input has " << widthOf(input) << " elements";
+           << weightName(weight) << " has " << dimOf(weight, 1) << " columns but the input has "
+           << widthOf(input) << " elements";
   if (failed(verifySameRows(op, input, result)))
     return failure();
   int64_t perOutput = op.getRowsPerOutput();
   if (!tiled && mismatch(dimOf(weight, 0), perOutput * widthOf(result)))
     return op->emitOpError("weight")
            << weightName(weight) << " has " << dimOf(weight, 0) << " rows but the result has "
-           << widthOf(result) << " elements" << (perOutput == 2 ? " (swiglu: need twice as many rows)" : "");
+           << widthOf(result) << " elements"
+           << (perOutput == 2 ? " (swiglu: need twice as many rows)" : "");
   if (Value residual = op.getResidual()) {
     if (!tiled && residual.getType() != result.getType())
       return op->emitOpError("residual of type ")
              << residual.getType() << " does not match the result " << result.getType();
     if (tiled && mismatch(widthOf(residual), dimOf(weight, 0) / perOutput))
       return op->emitOpError("residual has ") << widthOf(residual) << " elements but the op has "
-                                               << dimOf(weight, 0) / perOutput << " outputs";
+                                              << dimOf(weight, 0) / perOutput << " outputs";
   }
   return success();
 }
@@ -212,8 +207,8 @@ LogicalResult ConcatOp::verify() {
     rows += dimOf(part, 0);
   }
   if (rows != dimOf(getResult(), 0))
-    return emitOpError("parts have ") << rows << " rows in all but the result has "
-                                      << dimOf(getResult(), 0);
+    return emitOpError("parts have ")
+           << rows << " rows in all but the result has " << dimOf(getResult(), 0);
   if (Value scale = getScale()) {
     if (!scale.getDefiningOp<WeightOp>())
       return emitOpError("scale must be a quill.weight: packing happens at compile time");
@@ -246,9 +241,8 @@ LogicalResult RoPEOp::verify() {
   if (headDim <= 0 || headDim % 2 != 0)
     return emitOpError("head_dim must be positive and even, got ") << headDim;
   if (mismatch(widthOf(getInput()) % headDim, 0))
-    return emitOpError("input of ")
-           << widthOf(getInput()) << " elements is not a whole number of "
-           << headDim << "-wide heads";
+    return emitOpError("input of ") << widthOf(getInput()) << " elements is not a whole number of "
+                                    << headDim << "-wide heads";
   if (!(getTheta().convertToFloat() > 0.0f))
     return emitOpError("theta must be positive");
   if (auto positions = dyn_cast<RankedTensorType>(getPos().getType()))
@@ -290,19 +284,18 @@ LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
     return emitOpError("num_heads (")
-           << heads << ") must be a positive multiple of num_kv_heads ("
-           << kvHeads << ")";
+           << heads << ") must be a positive multiple of num_kv_heads (" << kvHeads << ")";
   int64_t width = widthOf(getQuery());
   if (ShapedType::isDynamic(width) || width % heads != 0)
-    return emitOpError("query of ") << width << " elements does not split into "
-                                    << heads << " heads";
+    return emitOpError("query of ")
+           << width << " elements does not split into " << heads << " heads";
   int64_t headDim = width / heads;
   if (getKeys().getType() != getValues().getType())
     return emitOpError("keys and values caches differ in shape");
   if (mismatch(dimOf(getKeys(), 1), headDim * kvHeads))
     return emitOpError("cache rows have ")
-           << dimOf(getKeys(), 1) << " elements but " << kvHeads
-           << " kv heads of " << headDim << " need " << headDim * kvHeads;
+           << dimOf(getKeys(), 1) << " elements but " << kvHeads << " kv heads of " << headDim
+           << " need " << headDim * kvHeads;
   if (getTileRows()) {
     // Units [b, e) of (query row, kv head): each a row of the result, the
     // query heads of one kv head.
@@ -328,18 +321,18 @@ LogicalResult PagedAttentionOp::verify() {
     return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
-    return emitOpError("num_heads (") << heads << ") must be a positive multiple of num_kv_heads ("
-                                      << kvHeads << ")";
+    return emitOpError("num_heads (")
+           << heads << ") must be a positive multiple of num_kv_heads (" << kvHeads << ")";
   int64_t width = widthOf(getQuery());
   if (width % heads != 0)
-    return emitOpError("query of ") << width << " elements does not split into " << heads
-                                    << " heads";
+    return emitOpError("query of ")
+           << width << " elements does not split into " << heads << " heads";
   if (getKeys().getType() != getValues().getType())
     return emitOpError("keys and values caches differ in shape");
   if (mismatch(dimOf(getKeys(), 2), width / heads * kvHeads))
-    return emitOpError("cache rows have ") << dimOf(getKeys(), 2) << " elements but " << kvHeads
-                                           << " kv heads of " << width / heads << " need "
-                                           << width / heads * kvHeads;
+    return emitOpError("cache rows have ")
+           << dimOf(getKeys(), 2) << " elements but " << kvHeads << " kv heads of " << width / heads
+           << " need " << width / heads * kvHeads;
   if (!isTiled() && getResult().getType() != getQuery().getType())
     return emitOpError("result must have the query's type ") << getQuery().getType();
   return verifyBatchRows(*this, getQuery(), getTables(), getPositions());
@@ -363,8 +356,8 @@ LogicalResult ProjectQKVOp::verify() {
     return emitOpError("weight rows (") << rows << ") are not Q heads then K and V rows of "
                                         << getKvWidth() << " in " << headDim << "-wide heads";
   if (!isTiled() && mismatch(dimOf(getResult(), 0), rows))
-    return emitOpError("result has ") << dimOf(getResult(), 0) << " elements but the weight has "
-                                      << rows << " rows";
+    return emitOpError("result has ")
+           << dimOf(getResult(), 0) << " elements but the weight has " << rows << " rows";
   return success();
 }
 
@@ -377,8 +370,7 @@ LogicalResult AttentionPartialOp::verify() {
                                       << kvHeads << ") dividing the query's " << width;
   if (getChunk() <= 0)
     return emitOpError("chunk must be positive");
-  if (getKeys().getType() != getValues().getType() ||
-      dimOf(getKeys(), 1) != getHeadDim() * kvHeads)
+  if (getKeys().getType() != getValues().getType() || dimOf(getKeys(), 1) != getHeadDim() * kvHeads)
     return emitOpError("caches must be [context, ") << getHeadDim() * kvHeads << "]";
   int64_t rowWidth = getGroup() * (getHeadDim() + 2);
   if (mismatch(dimOf(getResult(), 1), rowWidth) ||
@@ -393,8 +385,8 @@ LogicalResult AttentionMergeOp::verify() {
     return failure();
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   // Tiled, the result is some elements: the partials' width gives the whole.
-  int64_t width = isTiled() ? heads * (dimOf(getPartials(), 1) * kvHeads / heads - 2)
-                            : dimOf(getResult(), 0);
+  int64_t width =
+      isTiled() ? heads * (dimOf(getPartials(), 1) * kvHeads / heads - 2) : dimOf(getResult(), 0);
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0 || width % heads != 0)
     return emitOpError("num_heads must be a positive multiple of num_kv_heads dividing the result");
   int64_t headDim = width / heads, group = heads / kvHeads;
@@ -426,9 +418,7 @@ LogicalResult DispatchOp::verify() {
 // Caches updated in place (CacheUpdateOpInterface)
 //===----------------------------------------------------------------------===//
 
-SmallVector<std::pair<unsigned, Value>> KVWriteOp::getUpdatedCaches() {
-  return {{0, getCache()}};
-}
+SmallVector<std::pair<unsigned, Value>> KVWriteOp::getUpdatedCaches() { return {{0, getCache()}}; }
 
 SmallVector<std::pair<unsigned, Value>> PagedKVWriteOp::getUpdatedCaches() {
   return {{0, getCache()}};

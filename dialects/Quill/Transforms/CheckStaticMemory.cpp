@@ -9,14 +9,13 @@ namespace mlir::quill {
 using namespace mlir;
 
 namespace {
-struct CheckStaticMemoryPass
-    : mlir::quill::impl::CheckStaticMemoryBase<CheckStaticMemoryPass> {
+struct CheckStaticMemoryPass : mlir::quill::impl::CheckStaticMemoryBase<CheckStaticMemoryPass> {
   void runOnOperation() override {
     WalkResult result = getOperation().walk([](memref::AllocOp alloc) {
       auto function = alloc->getParentOfType<func::FuncOp>();
       alloc.emitError("quill contract: kernel @")
-          << (function ? function.getName() : StringRef("?"))
-          << " would allocate " << alloc.getType()
+          << (function ? function.getName() : StringRef("?")) << " would allocate "
+          << alloc.getType()
           << " on the heap at every call (temporaries must be static and "
              "promoted to the stack)";
       return WalkResult::interrupt();
@@ -29,8 +28,7 @@ struct CheckStaticMemoryPass
         return WalkResult::advance();
       auto function = alloca->getParentOfType<func::FuncOp>();
       alloca.emitError("quill contract: kernel @")
-          << (function ? function.getName() : StringRef("?")) << " allocates "
-          << alloca.getType()
+          << (function ? function.getName() : StringRef("?")) << " allocates " << alloca.getType()
           << " on the stack inside a loop: it would grow at every iteration";
       return WalkResult::interrupt();
     });

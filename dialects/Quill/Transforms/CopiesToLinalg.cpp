@@ -12,8 +12,7 @@ namespace mlir::quill {
 using namespace mlir;
 
 namespace {
-struct CopiesToLinalgPass
-    : mlir::quill::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
+struct CopiesToLinalgPass : mlir::quill::impl::CopiesToLinalgBase<CopiesToLinalgPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) { copies.push_back(copy); });

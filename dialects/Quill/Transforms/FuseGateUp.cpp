@@ -28,8 +28,7 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
       auto gate = swiglu.getGate().getDefiningOp<LinearOp>();
       auto up = swiglu.getUp().getDefiningOp<LinearOp>();
       if (!isPlainLinear(gate) || !isPlainLinear(up) || gate.getInput() != up.getInput() ||
-          gate.getRows() != up.getRows() ||
-          gate.getWeight().getType() != up.getWeight().getType())
+          gate.getRows() != up.getRows() || gate.getWeight().getType() != up.getWeight().getType())
         continue;
       // The fused op goes where the earlier projection was, so that it
       // precedes every use; the other weight (no operands) moves up to it.
@@ -48,7 +47,8 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
                                       /*scale=*/Value(), /*interleave=*/true);
       Value fused = LinearOp::create(b, swiglu.getLoc(), swiglu.getType(), gate.getInput(), packed,
                                      /*residual=*/Value(), /*tile=*/ValueRange{},
-                                     /*rows=*/gate.getRows(), /*swiglu=*/b.getUnitAttr(), /*normEps=*/FloatAttr());
+                                     /*rows=*/gate.getRows(), /*swiglu=*/b.getUnitAttr(),
+                                     /*normEps=*/FloatAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();
       gate.erase();

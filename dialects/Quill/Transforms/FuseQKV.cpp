@@ -55,9 +55,10 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
     Value packed = ConcatOp::create(
         b, loc, RankedTensorType::get({rows, weightType.getDimSize(1)}, f32), weights,
         /*scale=*/Value(), /*interleave=*/false);
-    Value fused = LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(),
-                                   packed, /*residual=*/Value(), /*tile=*/ValueRange{},
-                                   /*rows=*/Value(), /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
+    Value fused =
+        LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(), packed,
+                         /*residual=*/Value(), /*tile=*/ValueRange{},
+                         /*rows=*/Value(), /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     int64_t offset = 0;
     for (LinearOp linear : group) {
       Value part = SliceOp::create(b, loc, linear.getType(), fused, offset);

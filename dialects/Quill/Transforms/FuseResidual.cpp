@@ -26,8 +26,8 @@ struct FuseResidualPass : mlir::quill::impl::FuseResidualBase<FuseResidualPass> 
     SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp add) { adds.push_back(add); });
     for (AddOp add : adds) {
-      for (auto [mine, other] : {std::pair(add.getRhs(), add.getLhs()),
-                                 std::pair(add.getLhs(), add.getRhs())}) {
+      for (auto [mine, other] :
+           {std::pair(add.getRhs(), add.getLhs()), std::pair(add.getLhs(), add.getRhs())}) {
         auto linear = mine.getDefiningOp<LinearOp>();
         if (!linear || linear.getResidual() || linear.isTiled() || !linear->hasOneUse() ||
             mine == other || !availableAt(other, linear))

@@ -51,8 +51,7 @@ std::optional<Match> match(LinearOp linear) {
   if (!m.qRope || !m.kRope || !m.vWrite)
     return std::nullopt;
   m.kWrite = soleUser<KVWriteOp>(m.kRope);
-  if (!m.kWrite || m.kWrite.getRow() != m.kRope.getResult() ||
-      m.vWrite.getRow() != m.v.getResult())
+  if (!m.kWrite || m.kWrite.getRow() != m.kRope.getResult() || m.vWrite.getRow() != m.v.getResult())
     return std::nullopt;
   Value pos = m.qRope.getPos();
   if (m.kRope.getPos() != pos || m.kWrite.getPos() != pos || m.vWrite.getPos() != pos ||
@@ -77,19 +76,18 @@ struct FuseRopeKVPass : mlir::quill::impl::FuseRopeKVBase<FuseRopeKVPass> {
         continue;
       OpBuilder b(at);
       Location loc = linear.getLoc();
-      auto fused = ProjectQKVOp::create(
-          b, loc, linear.getType(), m->kWrite.getType(), m->vWrite.getType(), linear.getInput(),
-          linear.getWeight(), m->kWrite.getCache(), m->vWrite.getCache(), m->qRope.getPos(),
-          ValueRange{}, m->qRope.getHeadDimAttr(), m->qRope.getThetaAttr(),
-          linear.getNormEpsAttr());
+      auto fused = ProjectQKVOp::create(b, loc, linear.getType(), m->kWrite.getType(),
+                                        m->vWrite.getType(), linear.getInput(), linear.getWeight(),
+                                        m->kWrite.getCache(), m->vWrite.getCache(),
+                                        m->qRope.getPos(), ValueRange{}, m->qRope.getHeadDimAttr(),
+                                        m->qRope.getThetaAttr(), linear.getNormEpsAttr());
       Value q = SliceOp::create(b, loc, m->qRope.getType(), fused.getResult(), int64_t(0));
       m->qRope.replaceAllUsesWith(q);
       m->kWrite.replaceAllUsesWith(fused.getNewKeys());
       m->vWrite.replaceAllUsesWith(fused.getNewValues());
       for (Operation *op : {m->kWrite.getOperation(), m->vWrite.getOperation(),
-                            m->qRope.getOperation(), m->kRope.getOperation(),
-                            m->q.getOperation(), m->k.getOperation(), m->v.getOperation(),
-                            linear.getOperation()})
+                            m->qRope.getOperation(), m->kRope.getOperation(), m->q.getOperation(),
+                            m->k.getOperation(), m->v.getOperation(), linear.getOperation()})
         op->erase();
     }
   }

@@ -19,8 +19,7 @@ std::string kernelBaseName(Operation *op) {
       continue;
     name += "_";
     llvm::interleave(
-        tensor.getShape(), [&](int64_t d) { name += std::to_string(d); },
-        [&] { name += "x"; });
+        tensor.getShape(), [&](int64_t d) { name += std::to_string(d); }, [&] { name += "x"; });
   }
   return name;
 }
@@ -46,20 +45,19 @@ std::string kernelKey(Operation *op) {
 /// The part of the kernel's destination that units [begin, end) of
 /// `tiling` write; `resultType` becomes the shape it is tiled in, and
 /// `tiledDim` the dimension the units run along.
-static Value tiledDestination(OpBuilder &b, Location loc, Value destination,
-                              const Tiling &tiling,
-                       Value begin, Value end, RankedTensorType &resultType,
-                       unsigned &tiledDim) {
+static Value tiledDestination(OpBuilder &b, Location loc, Value destination, const Tiling &tiling,
+                              Value begin, Value end, RankedTensorType &resultType,
+                              unsigned &tiledDim) {
   if (tiling.splitRows > 1) {
     // [T, width] viewed as [T * s, width / s]: a unit's part of a row is a
     // row of the view.
     const int64_t rows = resultType.getDimSize(0), width = resultType.getDimSize(1);
     const int64_t s = tiling.splitRows;
     auto split = MemRefType::get({rows, s, width / s}, b.getF32Type());
-    Value expanded = memref::ExpandShapeOp::create(
-        b, loc, split, destination, SmallVector<ReassociationIndices>{{0}, {1, 2}});
-    destination = memref::CollapseShapeOp::create(
-        b, loc, expanded, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    Value expanded = memref::ExpandShapeOp::create(b, loc, split, destination,
+                                                   SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    destination = memref::CollapseShapeOp::create(b, loc, expanded,
+                                                  SmallVector<ReassociationIndices>{{0, 1}, {2}});
     resultType = RankedTensorType::get({rows * s, width / s}, b.getF32Type());
   }
   tiledDim = tiling.leading ? 0 : resultType.getRank() - 1;
@@ -112,8 +110,8 @@ func::FuncOp buildKernel(ModuleOp module, Operation *op, StringRef name, func::F
   argTypes.append({index, index, index, index}); // token, pos, begin, end
 
   OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
-  auto kernel = func::FuncOp::create(moduleBuilder, loc, name,
-                                     FunctionType::get(ctx, argTypes, {}));
+  auto kernel =
+      func::FuncOp::create(moduleBuilder, loc, name, FunctionType::get(ctx, argTypes, {}));
   setKernel(kernel);
   Block *entry = kernel.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
@@ -146,9 +144,8 @@ func::FuncOp buildKernel(ModuleOp module, Operation *op, StringRef name, func::F
     bool writable = isCache(operand);
     if (writable)
       cacheArgs[operand] = arg;
-    auto tensor = bufferization::ToTensorOp::create(
-        b, loc, operand.getType(), arg, b.getUnitAttr(),
-        writable ? b.getUnitAttr() : UnitAttr());
+    auto tensor = bufferization::ToTensorOp::create(b, loc, operand.getType(), arg, b.getUnitAttr(),
+                                                    writable ? b.getUnitAttr() : UnitAttr());
     mapping.map(operand, tensor.getResult());
   }
 

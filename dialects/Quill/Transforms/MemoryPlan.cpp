@@ -9,9 +9,7 @@ namespace {
 
 constexpr int64_t kAlignment = 64; // One cache line; a whole AVX-512 vector.
 
-int64_t alignUp(int64_t bytes) {
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
-}
+int64_t alignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 /// Bytes of one element of a tensor type.
 int64_t elementBytes(Type type) {
@@ -27,8 +25,7 @@ int64_t byteSize(Type type) {
 LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
   MLIRContext *ctx = step.getContext();
   auto bind = [&](Value value, StringRef space, int64_t offset) {
-    plan.bindings[value] =
-        BindingAttr::get(ctx, space, offset, byteSize(value.getType()));
+    plan.bindings[value] = BindingAttr::get(ctx, space, offset, byteSize(value.getType()));
   };
   // Tensor arguments (token ids; a batch's positions and block tables) live
   // in the runtime's input buffer, one after the other.
@@ -42,34 +39,31 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
     }
   for (Operation &op : step.getBody().front()) {
     if (auto weight = dyn_cast<WeightOp>(op)) {
-      auto [it, inserted] = plan.weights.try_emplace(
-          weight.getName(), plan.weightBytes, weight.getType());
+      auto [it, inserted] =
+          plan.weights.try_emplace(weight.getName(), plan.weightBytes, weight.getType());
       if (inserted)
         plan.weightBytes += alignUp(byteSize(weight.getType()));
       else if (it->second.second != weight.getType())
         return weight.emitOpError("weight '")
-               << weight.getName() << "' is used with two shapes: "
-               << it->second.second << " and " << weight.getType();
+               << weight.getName() << "' is used with two shapes: " << it->second.second << " and "
+               << weight.getType();
       bind(weight, "weights", it->second.first);
     } else if (auto cache = dyn_cast<KVCacheOp>(op);
                cache && cast<RankedTensorType>(cache.getType()).getRank() == 3) {
       // A section of the paged cache: the runtime sizes and places it.
       auto type = cast<RankedTensorType>(cache.getType());
       int64_t section = 2 * cache.getLayer() + (cache.getKind() == "value" ? 1 : 0);
-      plan.bindings[cache] = BindingAttr::get(ctx, "kv_pool", section,
-                                              type.getDimSize(1) * type.getDimSize(2) *
-                                                  elementBytes(type));
+      plan.bindings[cache] = BindingAttr::get(
+          ctx, "kv_pool", section, type.getDimSize(1) * type.getDimSize(2) * elementBytes(type));
     } else if (auto cache = dyn_cast<KVCacheOp>(op)) {
       auto key = std::make_pair(cache.getKind().str(), int64_t(cache.getLayer()));
-      auto [it, inserted] =
-          plan.caches.try_emplace(key, plan.kvBytes, cache.getType());
+      auto [it, inserted] = plan.caches.try_emplace(key, plan.kvBytes, cache.getType());
       if (inserted)
         plan.kvBytes += alignUp(byteSize(cache.getType()));
       else if (it->second.second != cache.getType())
         return cache.emitOpError("the ")
                << cache.getKind() << " cache of layer " << cache.getLayer()
-               << " is used with two shapes: " << it->second.second << " and "
-               << cache.getType();
+               << " is used with two shapes: " << it->second.second << " and " << cache.getType();
       bind(cache, "kv", it->second.first);
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       // A weight packed at compile time from named weights.
@@ -87,9 +81,9 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       }
       auto [it, inserted] = plan.packOffsets.try_emplace(key, plan.weightBytes);
       if (inserted) {
-        plan.packs.push_back(WeightPackAttr::get(
-            ctx, plan.weightBytes, concat.getInterleave() ? "interleave" : "concat",
-            ArrayAttr::get(ctx, parts), scale));
+        plan.packs.push_back(WeightPackAttr::get(ctx, plan.weightBytes,
+                                                 concat.getInterleave() ? "interleave" : "concat",
+                                                 ArrayAttr::get(ctx, parts), scale));
         plan.weightBytes += alignUp(byteSize(concat.getType()));
       }
       bind(concat, "weights", it->second);
@@ -97,16 +91,16 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       // A view into its input's memory: no kernel, no copy.
       BindingAttr parent = plan.bindings.lookup(slice.getInput());
       plan.bindings[slice] = BindingAttr::get(
-          ctx, parent.getSpace(), parent.getOffset() +
-              slice.getOffsetAttr().getInt() * elementBytes(slice.getType()),
+          ctx, parent.getSpace(),
+          parent.getOffset() + slice.getOffsetAttr().getInt() * elementBytes(slice.getType()),
           byteSize(slice.getType()));
     } else if (auto row = dyn_cast<RowOp>(op)) {
       // Row `index` of [T, width] activations: a view of its memory.
       BindingAttr parent = plan.bindings.lookup(row.getInput());
-      plan.bindings[row] = BindingAttr::get(
-          ctx, parent.getSpace(),
-          parent.getOffset() + row.getIndexAttr().getInt() * byteSize(row.getType()),
-          byteSize(row.getType()));
+      plan.bindings[row] = BindingAttr::get(ctx, parent.getSpace(),
+                                            parent.getOffset() + row.getIndexAttr().getInt() *
+                                                                     byteSize(row.getType()),
+                                            byteSize(row.getType()));
     } else if (auto updates = dyn_cast<CacheUpdateOpInterface>(op)) {
       // Updated caches live where the caches do; a result of the op's own
       // (the QKV projection's) in scratch.
@@ -116,8 +110,7 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       }
       for (auto [result, cache] : updates.getUpdatedCaches())
         plan.bindings[op.getResult(result)] = plan.bindings.lookup(cache);
-    } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) &&
-               !isa<func::ReturnOp>(op)) {
+    } else if (!isa_and_nonnull<QuillDialect>(op.getDialect()) && !isa<func::ReturnOp>(op)) {
       return op.emitOpError("quill-outline-kernels: only quill ops can be "
                             "outlined (run quill-verify-step first)");
     } else if (op.getNumResults() == 1) {

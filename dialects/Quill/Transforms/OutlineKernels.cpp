@@ -102,11 +102,11 @@ void OutlineKernelsPass::runOnOperation() {
       return signalPassFailure();
     }
     OpBuilder b(function);
-    auto schedule = ScheduleOp::create(
-        b, function.getLoc(), function.getName(), scratch, plan.kvBytes, plan.weightBytes,
-        logits, DictionaryAttr::get(ctx, offsets),
-        plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
-        stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs));
+    auto schedule =
+        ScheduleOp::create(b, function.getLoc(), function.getName(), scratch, plan.kvBytes,
+                           plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets),
+                           plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
+                           stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling, writes] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,

@@ -19,7 +19,7 @@ namespace mlir::quill {
 /// elements, in chunks of `grain` units.
 struct Tiling {
   int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
-  bool leading = false; ///< Units are rows of the result, not columns.
+  bool leading = false;                         ///< Units are rows of the result, not columns.
   bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
   /// > 1: the [T, width] result is tiled as [T * splitRows, width /
   /// splitRows] (units are parts of rows, contiguous in memory).

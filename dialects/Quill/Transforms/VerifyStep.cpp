@@ -64,8 +64,7 @@ struct VerifyStepPass : mlir::quill::impl::VerifyStepBase<VerifyStepPass> {
     auto result = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0))
                                             : RankedTensorType();
     if (type.getNumInputs() != 5 || !ints(0, 1) || !ints(1, 1) || !ints(2, 2) ||
-        type.getInput(3) != index || type.getInput(4) != index || !result ||
-        result.getRank() != 2)
+        type.getInput(3) != index || type.getInput(4) != index || !result || result.getRank() != 2)
       return function.emitError("quill contract: @batch must be (tensor<Rxi32> tokens, "
                                 "tensor<Rxi32> positions, tensor<RxMBxi32> tables, index rows, "
                                 "index logit_rows) -> tensor<RxVOCABxf32>, got ")
