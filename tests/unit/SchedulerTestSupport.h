@@ -6,6 +6,7 @@
 
 #include "runtime/scheduler/BatchScheduler.h"
 #include "runtime/scheduler/Sequence.h"
+#include "runtime/support/SplitMix64.h"
 
 #include <gtest/gtest.h>
 
@@ -55,16 +56,12 @@ inline Tokenizer tinyTokenizer() {
 /// pseudo-random function of every token in it.
 inline void fakeLogits(const std::vector<int32_t> &context, int32_t vocab, float *out) {
   uint64_t h = 0x243f6a8885a308d3ull;
-  auto mix = [](uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
   for (int32_t t : context)
-    h = mix(h + uint64_t(t) + 0x9e3779b97f4a7c15ull);
+    h = splitMix64Mix(h + uint64_t(t) + kSplitMix64Gamma);
   for (int32_t v = 0; v < vocab; ++v)
     out[v] =
-        float(mix(h ^ (uint64_t(v) * 0x9e3779b97f4a7c15ull)) >> 40) / float(1 << 24) * 8.0f - 4.0f;
+        float(splitMix64Mix(h ^ (uint64_t(v) * kSplitMix64Gamma)) >> 40) / float(1 << 24) * 8.0f -
+        4.0f;
 }
 
 /// What greedy decoding of the fake model gives for `prompt`: up to
