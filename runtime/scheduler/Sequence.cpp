@@ -29,8 +29,7 @@ void SequenceFactory::start(Sequence &q) const {
   q.admitted = Clock::now();
 }
 
-std::unique_ptr<Sequence> SequenceFactory::fork(PagedKVCache &cache, const Sequence &q,
-                                                int32_t member) const {
+std::unique_ptr<Sequence> forkState(PagedKVCache &cache, const Sequence &q, int32_t member) {
   auto child = std::make_unique<Sequence>();
   child->group = q.group;
   child->member = member;
@@ -38,6 +37,12 @@ std::unique_ptr<Sequence> SequenceFactory::fork(PagedKVCache &cache, const Seque
   child->promptLength = q.promptLength;
   child->maxPositions = q.maxPositions;
   child->kv = cache.fork(q.kv);
+  return child;
+}
+
+std::unique_ptr<Sequence> SequenceFactory::fork(PagedKVCache &cache, const Sequence &q,
+                                                int32_t member) const {
+  std::unique_ptr<Sequence> child = forkState(cache, q, member);
   child->result.promptTokens = q.result.promptTokens;
   child->sampler.emplace(samplers_(q.group->index, member));
   child->sampler->reserve(config_.vocabSize);

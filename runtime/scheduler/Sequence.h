@@ -68,6 +68,10 @@ using SequenceList = std::vector<std::unique_ptr<Sequence>>;
 /// A sequence with logits this step, and its row of them.
 using LogitRow = std::pair<Sequence *, const float *>;
 
+/// Member `member` of `q`'s group with `q`'s tokens and limits, in a fork
+/// of its KV cache sequence (blocks shared); no sampler or output yet.
+std::unique_ptr<Sequence> forkState(PagedKVCache &cache, const Sequence &q, int32_t member);
+
 /// Makes the sequences of one run, each with its own sampler chain (from the
 /// factory, fed the prompt) and output rules (from its request).
 class SequenceFactory {

@@ -226,13 +226,7 @@ inline std::unique_ptr<scheduler::Sequence> bareSequence(PagedKVCache &cache,
 /// (the group's live count is left to the test).
 inline std::unique_ptr<scheduler::Sequence> bareFork(PagedKVCache &cache,
                                                      const scheduler::Sequence &q, int32_t member) {
-  auto child = std::make_unique<scheduler::Sequence>();
-  child->group = q.group;
-  child->member = member;
-  child->tokens = q.tokens;
-  child->promptLength = q.promptLength;
-  child->maxPositions = q.maxPositions;
-  child->kv = cache.fork(q.kv);
+  std::unique_ptr<scheduler::Sequence> child = scheduler::forkState(cache, q, member);
   child->pending = q.pending;
   return child;
 }
