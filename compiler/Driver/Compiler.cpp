@@ -19,6 +19,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -57,6 +59,24 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
                      weightSection(model, extracted));
   return builder.write(options.outputPath);
 }
+/// The encoding each weight matrix keeps from its file; with --quantize,
+/// the file must hold plain floats (re-quantizing blocks would compound
+/// their rounding).
+ErrorOr<WeightEncodings> fileEncodings(const ModelSource &model, const PipelineOptions &options) {
+  WeightEncodings encodings;
+  for (const ImportedTensor &tensor : model.tensors()) {
+    if (tensor.shape.size() != 2 || tensor.dtype == SourceDType::F32)
+      continue;
+    if (blockElements(tensor.dtype) > 1 && !options.quantize.empty())
+      return Status::error(model.path() + ": tensor '" + tensor.sourceName + "' is already " +
+                           dtypeName(tensor.dtype) + "; --quantize takes F32, F16 or BF16 weights");
+    std::string name = dtypeName(tensor.dtype);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    encodings[tensor.name] = name;
+  }
+  return encodings;
+}
+
 } // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
@@ -90,8 +110,12 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   BatchStepShape batch;
   batch.rows = target->supportsBatchStep() ? options.batchRows : 0;
   batch.blockSize = options.kvBlockSize;
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildStep(
-      context, config, modelName, std::min<int64_t>(options.prefillTokens, config.seqLen), batch);
+  auto encodings = fileEncodings(**model, options.pipeline);
+  if (!encodings)
+    return encodings.status();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildStep(context, config, modelName, std::min<int64_t>(options.prefillTokens, config.seqLen),
+                batch, *encodings);
   if (mlir::failed(mlir::verify(*module)))
     return Status::error(options.modelPath + ": the imported step does not verify");
 

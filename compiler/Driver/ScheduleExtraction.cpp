@@ -126,6 +126,10 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
   for (mlir::NamedAttribute entry : step.getWeightOffsets())
     result.weightOffsets[entry.getName().str()] =
         mlir::cast<mlir::IntegerAttr>(entry.getValue()).getInt();
+  if (mlir::DictionaryAttr encodings = step.getWeightEncodingsAttr())
+    for (mlir::NamedAttribute entry : encodings)
+      result.weightEncodings[entry.getName().str()] =
+          mlir::cast<mlir::StringAttr>(entry.getValue()).str();
   if (mlir::ArrayAttr packs = step.getWeightPacksAttr()) {
     for (mlir::Attribute attr : packs) {
       auto pack = mlir::cast<mlir::quill::WeightPackAttr>(attr);

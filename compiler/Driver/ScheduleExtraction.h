@@ -28,6 +28,9 @@ struct ExtractedSchedule {
   /// inputs are filled in, its cache geometry is the caller's to add.
   std::optional<BatchSchedule> batch;
   std::map<std::string, uint64_t> weightOffsets; ///< Name -> byte offset.
+  /// Name -> encoding ("f16", "q8_0", ...: WeightFormats.h) of the weights
+  /// not stored as f32.
+  std::map<std::string, std::string> weightEncodings;
   std::vector<WeightPack> weightPacks;
 };
 

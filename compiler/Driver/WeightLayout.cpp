@@ -1,4 +1,5 @@
-// Streaming the weight blob: tensors in offset order, converted to fp32.
+// Streaming the weight blob: tensors in offset order, each in the encoding
+// the plan gives it (fp32 unless the step keeps another).
 #include "compiler/Driver/WeightLayout.h"
 
 #include <algorithm>
@@ -26,8 +27,49 @@ std::vector<Placement> placements(const ExtractedSchedule &plan) {
   return out;
 }
 
-uint64_t tensorBytes(const ImportedTensor &tensor) {
-  return uint64_t(tensor.numElements()) * sizeof(float);
+/// The encoding the plan stores weight `name` in.
+SourceDType encodingOf(const ExtractedSchedule &plan, const std::string &name) {
+  auto it = plan.weightEncodings.find(name);
+  if (it == plan.weightEncodings.end())
+    return SourceDType::F32;
+  return dtypeFromName(it->second).value_or(SourceDType::F32);
+}
+
+uint64_t encodedBytes(const ImportedTensor &tensor, SourceDType encoding) {
+  return dtypeBytes(encoding, uint64_t(tensor.numElements())).value_or(UINT64_MAX / 2);
+}
+
+/// Weight `name` as the bytes of its planned encoding.
+ErrorOr<std::vector<uint8_t>> encodedTensor(const ModelSource &model, const ExtractedSchedule &plan,
+                                            const std::string &name) {
+  const ImportedTensor *tensor = model.find(name);
+  if (!tensor)
+    return Status::error(model.path() + ": the model has no tensor '" + name + "'");
+  SourceDType encoding = encodingOf(plan, name);
+  std::vector<uint8_t> bytes(encodedBytes(*tensor, encoding));
+  if (Status s = model.readTensorEncoded(*tensor, encoding, bytes.data()); !s)
+    return s;
+  return bytes;
+}
+
+/// A packed weight's parts with an RMSNorm weight folded in: f32 only.
+ErrorOr<std::vector<std::vector<uint8_t>>> scaledParts(const ModelSource &model,
+                                                       const WeightPack &pack) {
+  auto scale = model.readTensor(pack.scale);
+  if (!scale)
+    return scale.status();
+  std::vector<std::vector<uint8_t>> parts;
+  for (const std::string &name : pack.parts) {
+    auto part = model.readTensor(name);
+    if (!part)
+      return part.status();
+    // Column k of every row times scale[k].
+    for (size_t i = 0; i < part->size(); ++i)
+      (*part)[i] *= (*scale)[i % scale->size()];
+    const auto *bytes = reinterpret_cast<const uint8_t *>(part->data());
+    parts.emplace_back(bytes, bytes + part->size() * sizeof(float));
+  }
+  return parts;
 }
 
 } // namespace
@@ -39,7 +81,8 @@ Status checkWeightLayout(const ModelSource &model, const ExtractedSchedule &plan
     if (p.pack && !p.pack->scale.empty()) {
       const ImportedTensor *scale = model.find(p.pack->scale);
       const ImportedTensor *first = model.find(names.front());
-      if (!scale || !first || scale->numElements() != first->shape.back())
+      if (!scale || !first || scale->numElements() != first->shape.back() ||
+          encodingOf(plan, names.front()) != SourceDType::F32)
         return Status::error(model.path() + ": cannot fold '" + p.pack->scale + "' into '" +
                              names.front() + "'");
     }
@@ -48,7 +91,11 @@ Status checkWeightLayout(const ModelSource &model, const ExtractedSchedule &plan
       const ImportedTensor *tensor = model.find(name);
       if (!tensor)
         return Status::error(model.path() + ": the model has no tensor '" + name + "'");
-      bytes += tensorBytes(*tensor);
+      if (!dtypeBytes(encodingOf(plan, name), uint64_t(tensor->numElements())))
+        return Status::error(model.path() + ": tensor '" + tensor->sourceName + "' of " +
+                             shapeString(tensor->shape) + " is not whole " +
+                             dtypeName(encodingOf(plan, name)) + " blocks");
+      bytes += encodedBytes(*tensor, encodingOf(plan, name));
     }
     if (p.offset < end || p.offset % alignof(float) != 0 ||
         bytes > plan.schedule.weightBytes - std::min(p.offset, plan.schedule.weightBytes))
@@ -66,45 +113,47 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
       for (; at < offset; at += std::min<uint64_t>(offset - at, sizeof zeros))
         sink(zeros, std::min<uint64_t>(offset - at, sizeof zeros));
     };
+    auto write = [&](const std::vector<uint8_t> &bytes) {
+      sink(bytes.data(), bytes.size());
+      at += bytes.size();
+    };
     for (const Placement &p : placements(plan)) {
       padTo(p.offset);
       if (!p.pack) {
-        auto data = model.readTensor(p.name);
-        if (!data)
-          return data.status();
-        sink(data->data(), data->size() * sizeof(float));
-        at += data->size() * sizeof(float);
+        auto bytes = encodedTensor(model, plan, p.name);
+        if (!bytes)
+          return bytes.status();
+        write(*bytes);
         continue;
       }
-      std::vector<std::vector<float>> parts;
-      for (const std::string &name : p.pack->parts) {
-        auto part = model.readTensor(name);
-        if (!part)
-          return part.status();
-        parts.push_back(part.take());
-      }
+      std::vector<std::vector<uint8_t>> parts;
       if (!p.pack->scale.empty()) {
-        // A folded RMSNorm weight: column k of every row times scale[k].
-        auto scale = model.readTensor(p.pack->scale);
-        if (!scale)
-          return scale.status();
-        for (auto &part : parts)
-          for (size_t i = 0; i < part.size(); ++i)
-            part[i] *= (*scale)[i % scale->size()];
-      }
-      if (p.pack->interleave) {
-        // Row r of part i is written as row r * parts + i.
-        uint64_t columns = uint64_t(model.find(p.pack->parts.front())->shape.back());
-        uint64_t rows = parts.front().size() / columns;
-        for (uint64_t r = 0; r < rows; ++r)
-          for (const auto &part : parts)
-            sink(part.data() + r * columns, columns * sizeof(float));
+        auto scaled = scaledParts(model, *p.pack);
+        if (!scaled)
+          return scaled.status();
+        parts = scaled.take();
       } else {
-        for (const auto &part : parts)
-          sink(part.data(), part.size() * sizeof(float));
+        for (const std::string &name : p.pack->parts) {
+          auto part = encodedTensor(model, plan, name);
+          if (!part)
+            return part.status();
+          parts.push_back(part.take());
+        }
       }
-      for (const auto &part : parts)
-        at += part.size() * sizeof(float);
+      if (!p.pack->interleave) {
+        for (const auto &part : parts)
+          write(part);
+        continue;
+      }
+      // Row r of part i is written as row r * parts + i.
+      const ImportedTensor *first = model.find(p.pack->parts.front());
+      uint64_t rows = uint64_t(first->shape.front());
+      uint64_t rowBytes = parts.front().size() / rows;
+      for (uint64_t r = 0; r < rows; ++r)
+        for (const auto &part : parts) {
+          sink(part.data() + r * rowBytes, rowBytes);
+          at += rowBytes;
+        }
     }
     padTo(plan.schedule.weightBytes);
     return Status::ok();

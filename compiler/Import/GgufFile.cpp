@@ -161,8 +161,14 @@ std::optional<SourceDType> convertibleType(uint32_t ggmlType) {
     return SourceDType::F32;
   case 1:
     return SourceDType::F16;
+  case 2:
+    return SourceDType::Q4_0;
   case 8:
     return SourceDType::Q8_0;
+  case 12:
+    return SourceDType::Q4_K;
+  case 14:
+    return SourceDType::Q6_K;
   case 30:
     return SourceDType::BF16;
   default:
@@ -334,7 +340,7 @@ Status GgufFile::parse() {
     if (!t.dtype)
       continue; // Not readable by Quill; the importer says so if it is used.
     std::optional<uint64_t> bytes = dtypeBytes(*t.dtype, count);
-    if (!bytes || (*t.dtype == SourceDType::Q8_0 && t.dims[0] % kQ8_0BlockElements != 0))
+    if (!bytes || t.dims[0] % uint64_t(blockElements(*t.dtype)) != 0)
       return Status::error("tensor '" + t.name + "' of " + std::to_string(count) +
                            " elements is not rows of "
                            "whole " +

@@ -235,7 +235,7 @@ Status GgufModel::load() {
       return fail("unexpected tensor '" + name + "': Quill's llama has no place for it");
     if (!info.dtype)
       return fail("tensor '" + name + "' has type " + ggmlTypeName(info.ggmlType) +
-                  "; Quill imports F32, F16, BF16 and Q8_0");
+                  "; Quill imports F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K");
     ImportedTensor t;
     t.name = canonical;
     t.sourceName = name;

@@ -4,9 +4,11 @@
 
 #include "compiler/Import/Diagnostics.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/Quantize.h"
 #include "compiler/Import/TokenizerImport.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 namespace quill {
@@ -110,6 +112,37 @@ Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
     int64_t head = row / t.headDim, within = row % t.headDim;
     int64_t stored = head * t.headDim + (within % 2) * half + within / 2;
     convertToFloat(t.dtype, t.data + uint64_t(stored) * *rowBytes, columns, out + row * columns);
+  }
+  return Status::ok();
+}
+
+Status ModelSource::readTensorEncoded(const ImportedTensor &t, SourceDType encoding,
+                                      uint8_t *out) const {
+  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
+  std::optional<uint64_t> storedRow = dtypeBytes(t.dtype, uint64_t(columns));
+  std::optional<uint64_t> encodedRow = dtypeBytes(encoding, uint64_t(columns));
+  if (!storedRow || !encodedRow)
+    return Status::error(t.sourceFile + ": tensor '" + t.sourceName + "' rows of " +
+                         std::to_string(columns) + " are not whole " + dtypeName(t.dtype) +
+                         " and " + dtypeName(encoding) + " blocks");
+  // Quill's row (head h, pair i, half j) is stored at h*headDim + j*half + i.
+  auto storedIndex = [&](int64_t row) {
+    if (t.rowOrder == RowOrder::AsStored)
+      return row;
+    const int64_t half = t.headDim / 2, within = row % t.headDim;
+    return row / t.headDim * t.headDim + (within % 2) * half + within / 2;
+  };
+  std::vector<float> values(t.dtype == encoding ? 0 : size_t(columns));
+  for (int64_t row = 0; row < rows; ++row) {
+    const uint8_t *stored = t.data + uint64_t(storedIndex(row)) * *storedRow;
+    uint8_t *encoded = out + uint64_t(row) * *encodedRow;
+    if (t.dtype == encoding) {
+      std::memcpy(encoded, stored, *storedRow);
+      continue;
+    }
+    convertToFloat(t.dtype, stored, columns, values.data());
+    quantizeRow(encoding, values.data(), columns, encoded);
   }
   return Status::ok();
 }

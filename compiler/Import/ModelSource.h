@@ -72,6 +72,11 @@ public:
   Status readTensor(const ImportedTensor &tensor, float *out) const;
   /// The same into a new buffer, by canonical name.
   ErrorOr<std::vector<float>> readTensor(const std::string &name) const;
+  /// `tensor` in Quill's row order, encoded as `encoding`, into `out`, which
+  /// holds dtypeBytes(encoding, tensor.numElements()) bytes: the stored
+  /// bytes where the encodings agree, else each row converted through fp32
+  /// and quantized (Quantize.h).
+  Status readTensorEncoded(const ImportedTensor &tensor, SourceDType encoding, uint8_t *out) const;
 
   /// The model's own tokenizer, or an error saying why there is none (a
   /// llama2.c checkpoint has none; a tokenizer.json may be unsupported).

@@ -5,6 +5,7 @@
 #include "compiler/Import/StepBuilder.h"
 
 #include "dialects/Quill/IR/QuillDialect.h"
+#include "dialects/Quill/IR/WeightFormats.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -20,8 +21,9 @@ enum class StepKind { Decode, Prefill, Batch };
 
 /// Builds one step function: the decode step on vectors (`rows` 0), or a
 /// prefill or batch step on [rows, width] activations.
-void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, StepKind kind,
-                       int64_t rows, int64_t blockSize = 0) {
+void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
+                       const WeightEncodings &encodings, StepKind kind, int64_t rows,
+                       int64_t blockSize = 0) {
   const bool batch = kind == StepKind::Batch;
   Type f32 = b.getF32Type();
   auto vec = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
@@ -53,7 +55,12 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
   Value liveRows = batch ? entry->getArgument(3) : Value();
   Value logitRows = batch ? entry->getArgument(4) : Value();
 
+  // A matrix in the encoding it keeps; vectors (norm weights) in f32.
   auto weight = [&](const std::string &name, RankedTensorType type) -> Value {
+    auto encoding = encodings.find(name);
+    if (type.getRank() == 2 && encoding != encodings.end())
+      type = RankedTensorType::get(type.getShape(),
+                                   q::weightElementType(b.getContext(), encoding->second));
     return q::WeightOp::create(b, NameLoc::get(b.getStringAttr(name)), type, name);
   };
   auto eps = b.getF32FloatAttr(config.normEps);
@@ -129,17 +136,17 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config, St
 
 OwningOpRef<ModuleOp> buildStep(MLIRContext &context, const ModelConfig &config,
                                 llvm::StringRef modelName, int64_t prefillTokens,
-                                BatchStepShape batch) {
+                                BatchStepShape batch, const WeightEncodings &encodings) {
   context.loadDialect<q::QuillDialect, func::FuncDialect>();
   OpBuilder b(&context);
   Location loc = NameLoc::get(b.getStringAttr(modelName));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc, modelName);
   b.setInsertionPointToEnd(module->getBody());
-  buildStepFunction(b, loc, config, StepKind::Decode, /*rows=*/0);
+  buildStepFunction(b, loc, config, encodings, StepKind::Decode, /*rows=*/0);
   if (prefillTokens > 0)
-    buildStepFunction(b, loc, config, StepKind::Prefill, prefillTokens);
+    buildStepFunction(b, loc, config, encodings, StepKind::Prefill, prefillTokens);
   if (batch.rows > 0)
-    buildStepFunction(b, loc, config, StepKind::Batch, batch.rows, batch.blockSize);
+    buildStepFunction(b, loc, config, encodings, StepKind::Batch, batch.rows, batch.blockSize);
   return module;
 }
 

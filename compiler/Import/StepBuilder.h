@@ -8,6 +8,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
+#include <string>
+
 namespace quill {
 
 /// `func.func @step(%token: index, %pos: index) -> tensor<VOCABxf32>`: the
@@ -34,8 +37,14 @@ struct BatchStepShape {
 /// allocates what its budget allows, at most this many.
 constexpr int64_t kMaxKVBlocks = 1 << 16;
 
+/// The encoding each weight matrix keeps, by canonical name: "f16", "bf16",
+/// "q8_0", "q4_0", "q4_k" or "q6_k" (WeightFormats.h); matrices not named
+/// are f32, and so are all vectors.
+using WeightEncodings = std::map<std::string, std::string>;
+
 mlir::OwningOpRef<mlir::ModuleOp> buildStep(mlir::MLIRContext &context, const ModelConfig &config,
                                             llvm::StringRef modelName, int64_t prefillTokens = 0,
-                                            BatchStepShape batch = {});
+                                            BatchStepShape batch = {},
+                                            const WeightEncodings &encodings = {});
 
 } // namespace quill

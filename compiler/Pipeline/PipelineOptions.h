@@ -16,6 +16,9 @@ struct PipelineOptions {
   std::string gpuArch = "sm_90";         ///< CUDA: the SM version the PTX is for.
   int64_t matvecGrain = 16;              ///< Output rows per parallel chunk of a matvec.
   std::set<std::string> disabledFusions; ///< Short names, see fusionNames().
+  /// The quantization scheme of the weight matrices (quill-quantize-weights:
+  /// f16, bf16, q8_0, q4_0, q4_k_m); empty: each keeps its file's encoding.
+  std::string quantize;
   /// Flash-decoding chunk of cached positions; 0: off; unset: the target's
   /// default.
   std::optional<int64_t> attentionChunk;
@@ -33,5 +36,8 @@ struct PipelineOptions {
 /// The fusion passes of the quill stage, by short name, in pipeline order:
 /// "gate-up", "qkv", "residual", "rmsnorm", "rope-kv".
 const std::vector<std::string> &fusionNames();
+
+/// The schemes `quantize` takes: "f16", "bf16", "q8_0", "q4_0", "q4_k_m".
+const std::vector<std::string> &quantizationSchemes();
 
 } // namespace quill

@@ -33,6 +33,8 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
                               llvm::cl::init(16)};
   ListOption<std::string> disableFusion{
       *this, "disable-fusion", llvm::cl::desc("Fusions to switch off (gate-up, qkv, ...)")};
+  Option<std::string> quantize{*this, "quantize",
+                               llvm::cl::desc("Weight scheme: f16, bf16, q8_0, q4_0, q4_k_m")};
   Option<bool> noFusion{*this, "no-fusion", llvm::cl::desc("Switch every fusion off"),
                         llvm::cl::init(false)};
   Option<int64_t> attentionChunk{*this, "attention-chunk",
@@ -64,6 +66,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
     }
     if (noFusion)
       options.disabledFusions.insert(known.begin(), known.end());
+    const auto &schemes = quantizationSchemes();
+    if (!quantize.empty() && std::find(schemes.begin(), schemes.end(), quantize) == schemes.end())
+      return Status::error("unknown quantize scheme '" + quantize + "'");
+    options.quantize = quantize;
     if (attentionChunk < -1)
       return Status::error("attention-chunk must not be negative");
     if (attentionChunk >= 0)

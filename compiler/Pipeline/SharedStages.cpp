@@ -26,6 +26,11 @@ const std::vector<std::string> &fusionNames() {
   return names;
 }
 
+const std::vector<std::string> &quantizationSchemes() {
+  static const std::vector<std::string> names = {"f16", "bf16", "q8_0", "q4_0", "q4_k_m"};
+  return names;
+}
+
 void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options,
                    int64_t attentionChunk) {
   using Create = std::unique_ptr<mlir::Pass> (*)();
@@ -36,6 +41,11 @@ void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options,
       {"rmsnorm", mlir::quill::createFuseRMSNorm},
       {"rope-kv", mlir::quill::createFuseRopeKV}};
   pm.addPass(mlir::quill::createVerifyStep());
+  if (!options.quantize.empty()) {
+    mlir::quill::QuantizeWeightsOptions quantize;
+    quantize.scheme = options.quantize;
+    pm.addPass(mlir::quill::createQuantizeWeights(quantize));
+  }
   for (const auto &[name, create] : fusions)
     if (!options.disabledFusions.count(name))
       pm.addPass(create());

@@ -1,8 +1,8 @@
 // GGUF and Hugging Face checkpoints through the real tools: the stories260K
 // conversions must print llama2.c's golden text with their own tokenizers
 // and tokenize like tok512.bin; synthetic F16, BF16, Q8_0 and sharded files
-// must give the same logits, bit for bit, as a llama2.c file of the values
-// they store; --info describes without compiling; bad input fails cleanly.
+// must give the reference forward pass's logits on the values they store;
+// --info describes without compiling; bad input fails cleanly.
 #include "ReferenceForward.h"
 #include "TestSupport.h"
 #include "tests/unit/ModelWriters.h"
@@ -154,10 +154,12 @@ void PrintTo(const Variant &v, std::ostream *os) { *os << v.name; }
 
 class SyntheticFormats : public ::testing::TestWithParam<Variant> {};
 
-TEST_P(SyntheticFormats, LogitsEqualTheLlama2cArtifactBitForBit) {
+TEST_P(SyntheticFormats, LogitsMatchTheReferenceOnTheStoredValues) {
   const Variant v = GetParam();
   // Grouped-query attention over heads of 16, rows of 96 and 160 floats
-  // (whole Q8_0 blocks), none a multiple of 64.
+  // (whole Q8_0 blocks), none a multiple of 64. The weights keep their
+  // encoding (QuantizedWeightsTest.cpp checks every one), so the logits are
+  // the oracle's on the values the file stores, not an fp32 artifact's bits.
   ModelConfig c;
   c.dim = 96, c.hiddenDim = 160, c.nLayers = 2, c.nHeads = 6, c.nKvHeads = 2;
   c.vocabSize = 320, c.seqLen = 32, c.sharedClassifier = v.shared;
@@ -175,11 +177,9 @@ TEST_P(SyntheticFormats, LogitsEqualTheLlama2cArtifactBitForBit) {
   writeLlama2cV1(reference, c, stored);
   std::string tok = syntheticTokenizer(c.vocabSize);
   std::string a = compileArtifact(model, tok, std::string(v.name) + "-model");
-  std::string b = compileArtifact(reference, tok, std::string(v.name) + "-ref");
   ASSERT_FALSE(a.empty());
-  ASSERT_FALSE(b.empty());
-  LoadedArtifact fromModel = load(a, 2), fromReference = load(b, 2);
-  ASSERT_TRUE(fromModel.device && fromReference.device);
+  LoadedArtifact fromModel = load(a, 2);
+  ASSERT_TRUE(fromModel.device);
   auto oracle = ReferenceModel::load(reference);
   ASSERT_TRUE(oracle.isOk()) << oracle.message();
   uint64_t state = 99;
@@ -187,11 +187,6 @@ TEST_P(SyntheticFormats, LogitsEqualTheLlama2cArtifactBitForBit) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     int token = pos == 0 ? 1 : int((state >> 33) % uint64_t(c.vocabSize));
     fromModel.device->step(token, pos);
-    fromReference.device->step(token, pos);
-    ASSERT_EQ(std::memcmp(fromModel.device->logits(), fromReference.device->logits(),
-                          size_t(c.vocabSize) * sizeof(float)),
-              0)
-        << v.name << ": logits differ at position " << pos;
     std::vector<float> expected = oracle->forward(token, pos);
     double maxDiff = 0, maxRef = 0;
     for (int i = 0; i < c.vocabSize; ++i) {

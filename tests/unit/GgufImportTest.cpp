@@ -395,13 +395,25 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
                 variant([](const std::string &n, std::vector<uint64_t> &, uint32_t &type,
                            std::vector<uint8_t> &data) {
                   if (n == "blk.0.ffn_down.weight") {
-                    type = kGgmlQ4_K;
-                    data.resize(144 * 24);
+                    type = 13; // Q5_K: a K-quant Quill does not read.
+                    data.resize(176 * 43);
                   }
                   return true;
                 }),
-                "tensor 'blk.0.ffn_down.weight' has type Q4_K; Quill imports "
-                "F32, F16, BF16 and Q8_0");
+                "tensor 'blk.0.ffn_down.weight' has type Q5_K; Quill imports "
+                "F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K");
+  // 64 x 64 weights are whole 256-weight blocks in all, but not row by row.
+  expectFailure("partial-rows.gguf",
+                variant([](const std::string &n, std::vector<uint64_t> &, uint32_t &type,
+                           std::vector<uint8_t> &data) {
+                  if (n == "blk.0.attn_q.weight") {
+                    type = kGgmlQ4_K;
+                    data.resize(144 * 16);
+                  }
+                  return true;
+                }),
+                "tensor 'blk.0.attn_q.weight' of 4096 elements is not rows of whole Q4_K "
+                "blocks");
   expectFailure("bias.gguf", variant(keep, /*addBias=*/true),
                 "unexpected tensor 'blk.0.attn_q.bias'");
   expectFailure("past-end.gguf",

@@ -3,7 +3,9 @@
 
 #include "compiler/Import/Llama2cCheckpoint.h"
 #include "compiler/Import/ModelSource.h"
+#include "compiler/Import/Quantize.h"
 #include "compiler/Import/SyntheticModel.h"
+#include "compiler/Import/TensorConversion.h"
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +87,43 @@ std::vector<uint8_t> quantizeQ8_0(const std::vector<float> &values,
     }
   }
   return out.bytes;
+}
+
+std::vector<uint8_t> quantizeQ4_0(const std::vector<float> &values,
+                                  std::vector<float> *dequantized) {
+  ByteBuilder out;
+  if (dequantized)
+    dequantized->clear();
+  for (size_t block = 0; block < values.size() / 32; ++block) {
+    const float *x = values.data() + block * 32;
+    float max = 0; // The first value of largest magnitude, signed.
+    for (int i = 0; i < 32; ++i)
+      if (std::fabs(x[i]) > std::fabs(max))
+        max = x[i];
+    const float scale = max / -8.0f;
+    const float inverse = scale != 0 ? 1.0f / scale : 0.0f;
+    const uint16_t scaleBits = toF16Bits(scale);
+    out.put<uint16_t>(scaleBits);
+    int q[32];
+    for (int i = 0; i < 32; ++i) {
+      const float scaled = x[i] * inverse;
+      q[i] = std::min(15, int(std::trunc(scaled + 8.5f)));
+    }
+    for (int j = 0; j < 16; ++j)
+      out.put<uint8_t>(uint8_t(q[j] | (q[j + 16] << 4)));
+    if (dequantized)
+      for (int i = 0; i < 32; ++i)
+        dequantized->push_back(fromF16Bits(scaleBits) * float(q[i] - 8));
+  }
+  return out.bytes;
+}
+
+uint32_t ggmlTypeOf(const std::string &dtype) {
+  static const std::map<std::string, uint32_t> types = {
+      {"F32", kGgmlF32},   {"F16", kGgmlF16},   {"BF16", kGgmlBF16}, {"Q8_0", kGgmlQ8_0},
+      {"Q4_0", kGgmlQ4_0}, {"Q4_K", kGgmlQ4_K}, {"Q6_K", kGgmlQ6_K}};
+  auto it = types.find(dtype);
+  return it == types.end() ? kGgmlF32 : it->second;
 }
 
 void GgufWriter::setAlignment(uint32_t alignment) {
@@ -311,6 +350,15 @@ EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &
   EncodedTensor t;
   if (dtype == "Q8_0") {
     t.bytes = quantizeQ8_0(values, &t.stored);
+  } else if (dtype == "Q4_0") {
+    t.bytes = quantizeQ4_0(values, &t.stored);
+  } else if (dtype == "Q4_K" || dtype == "Q6_K") {
+    const SourceDType type = dtype == "Q4_K" ? SourceDType::Q4_K : SourceDType::Q6_K;
+    const auto count = int64_t(values.size());
+    t.bytes.resize(size_t(dtypeBytes(type, uint64_t(count)).value()));
+    quantizeRow(type, values.data(), count, t.bytes.data());
+    t.stored.resize(values.size());
+    convertToFloat(type, t.bytes.data(), count, t.stored.data());
   } else if (dtype == "F16") {
     t.bytes = f16Bytes(values);
     for (float x : values)
@@ -324,6 +372,61 @@ EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &
     t.stored = values;
   }
   return t;
+}
+
+// llama.cpp's Q4_K_M type mix, written here from llama-quant.cpp so that
+// the test files do not take the compiler's own rule
+// (quill-quantize-weights).
+
+bool q4KMUsesMoreBits(int layer, int nLayers) {
+  return layer < nLayers / 8 || layer >= 7 * nLayers / 8 || (layer - nLayers / 8) % 3 == 2;
+}
+
+namespace {
+
+/// llama.cpp's tensor_type_fallback for rows of `columns` elements: a type
+/// whose blocks do not tile a row falls back to one of 32-element blocks,
+/// and to F16 when even those do not tile it. llama.cpp maps Q4_K -> Q5_0
+/// and Q6_K -> Q8_0; Quill has no Q5_0 and uses Q4_0 (the same block size,
+/// one bit fewer). llama.cpp has no fallback for a Q8_0 / Q4_0 target (it
+/// throws) and uses F16 only after a K-type fallback; Quill uses F16 for
+/// those too (only `output` can meet it: typed Q8_0 when columns % 256 != 0).
+SourceDType fallback(SourceDType type, int64_t columns) {
+  if (columns % blockElements(type) == 0)
+    return type;
+  if (type == SourceDType::Q4_K)
+    type = SourceDType::Q4_0;
+  else if (type == SourceDType::Q6_K)
+    type = SourceDType::Q8_0;
+  return columns % blockElements(type) == 0 ? type : SourceDType::F16;
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+} // namespace
+
+SourceDType q4KMixType(const std::string &canonicalName, int layer, int nLayers, int64_t columns,
+                       bool sharedClassifier) {
+  // 1-D norms are never quantized (tensor_allows_quantization: fewer than 2
+  // dimensions, or a name with "_norm.weight"); llama.cpp keeps their F32.
+  if (endsWith(canonicalName, "norm"))
+    return SourceDType::F32;
+  // The classifier, and a tied embedding in its place: Q6_K, or Q8_0 when
+  // the row is not whole 256-element blocks (the output branch of
+  // llama_tensor_get_type_impl).
+  if (canonicalName == "output" || (sharedClassifier && canonicalName == "tok_embeddings"))
+    return fallback(columns % kQ6_KBlockElements == 0 ? SourceDType::Q6_K : SourceDType::Q8_0,
+                    columns);
+  // attn_v and ffn_down: Q6_K on use_more_bits layers (llama.cpp counts
+  // these tensors in layer order, so its counter is the layer index).
+  const bool moreBitsKind = endsWith(canonicalName, ".wv") || endsWith(canonicalName, ".w2");
+  if (moreBitsKind && q4KMUsesMoreBits(layer, nLayers))
+    return fallback(SourceDType::Q6_K, columns);
+  // Everything else, the embedding included: the mix's default, Q4_K.
+  return fallback(SourceDType::Q4_K, columns);
 }
 
 std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &values,
@@ -343,16 +446,16 @@ std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &value
   w.addU32("llama.rope.dimension_count", uint32_t(c.headDim()));
   if (extra)
     extra(w);
-  const uint32_t type = matrixType == "F16"    ? kGgmlF16
-                        : matrixType == "BF16" ? kGgmlBF16
-                        : matrixType == "Q8_0" ? kGgmlQ8_0
-                                               : kGgmlF32;
   for (const std::string &name : llama2cCanonicalNames(c)) {
     std::vector<int64_t> shape = canonicalShape(c, name);
-    bool norm = shape.size() == 1;
-    EncodedTensor t = encodeTensor(values.at(name), norm ? "F32" : matrixType);
+    std::string dtype = shape.size() == 1 ? "F32" : matrixType;
+    if (dtype == "Q4_K_M") {
+      const int layer = name.compare(0, 7, "layers.") == 0 ? std::atoi(name.c_str() + 7) : -1;
+      dtype = dtypeName(q4KMixType(name, layer, c.nLayers, shape.back(), c.sharedClassifier));
+    }
+    EncodedTensor t = encodeTensor(values.at(name), dtype);
     w.addTensor(ggufTensorName(name), std::vector<uint64_t>(shape.rbegin(), shape.rend()),
-                norm ? kGgmlF32 : type, std::move(t.bytes));
+                ggmlTypeOf(dtype), std::move(t.bytes));
     if (stored)
       (*stored)[name] = std::move(t.stored);
   }

@@ -1,8 +1,14 @@
 // Test-only writers of model files (GGUF, safetensors, llama2.c v1) and
-// value encoders (fp32 -> F16 / BF16 / Q8_0), written from the formats'
-// specifications independently of the importers they exercise.
+// value encoders (fp32 -> F16 / BF16 / Q8_0 / Q4_0), written from the
+// formats' specifications independently of the importers they exercise.
+// Q4_K and Q6_K, whose quantizer's bytes no specification fixes, are
+// encoded with Quill's quantizeRow and read back with convertToFloat (both
+// checked against the published layouts in TensorConversionTest and
+// QuantizeTest). llama.cpp's Q4_K_M type mix is written here too, apart
+// from the compiler's (quill-quantize-weights).
 #pragma once
 
+#include "compiler/Import/TensorConversion.h"
 #include "runtime/artifact/ModelConfig.h"
 
 #include <cstdint>
@@ -46,6 +52,12 @@ float fromBf16Bits(uint16_t bits);
 /// what the blocks stand for: F16(scale) * q.
 std::vector<uint8_t> quantizeQ8_0(const std::vector<float> &values,
                                   std::vector<float> *dequantized);
+/// `values` (a multiple of 32) as Q4_0 blocks, ggml's quantize_row_q4_0_ref
+/// way: `max` the first value of largest magnitude, scale = max / -8 stored
+/// as F16, q = min(15, trunc(x / scale + 8.5)), byte j = q[j] | q[j+16] << 4.
+/// `dequantized` receives F16(scale) * (q - 8).
+std::vector<uint8_t> quantizeQ4_0(const std::vector<float> &values,
+                                  std::vector<float> *dequantized);
 
 /// GGUF value types and ggml tensor types used by the tests.
 enum GgufValueType : uint32_t {
@@ -66,10 +78,15 @@ enum GgufValueType : uint32_t {
 enum GgmlType : uint32_t {
   kGgmlF32 = 0,
   kGgmlF16 = 1,
+  kGgmlQ4_0 = 2,
   kGgmlQ8_0 = 8,
   kGgmlQ4_K = 12,
+  kGgmlQ6_K = 14,
   kGgmlBF16 = 30
 };
+/// The ggml type number of "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K" or
+/// "Q6_K" (F32 for anything else).
+uint32_t ggmlTypeOf(const std::string &dtype);
 
 /// Assembles a GGUF file.
 class GgufWriter {
@@ -148,16 +165,36 @@ SmallByteLevelVocab smallByteLevelVocab();
 std::string ggufTensorName(const std::string &canonical);
 std::string hfTensorName(const std::string &canonical);
 
-/// `values` encoded as `dtype` ("F32", "F16", "BF16", "Q8_0"), and the fp32
-/// values the encoding stands for (what an importer must give back).
+/// `values` encoded as `dtype` ("F32", "F16", "BF16", "Q8_0", "Q4_0",
+/// "Q4_K", "Q6_K"), and the fp32 values the encoding stands for (what an
+/// importer must give back). The block types need rows whose length is a
+/// multiple of their block (32, or 256 for the K types).
 struct EncodedTensor {
   std::vector<uint8_t> bytes;
   std::vector<float> stored;
 };
 EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &dtype);
 
+/// The type llama.cpp's Q4_K_M mix (llama-quant.cpp, llama_tensor_get_type
+/// with LLAMA_FTYPE_MOSTLY_Q4_K_M, llama architecture, no experts) gives the
+/// tensor `canonicalName` (Quill's names: tok_embeddings, norm, output,
+/// layers.N.{attention_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3}) of layer
+/// `layer` of `nLayers`, whose rows have `columns` elements. With
+/// `sharedClassifier` (no `output` tensor) the embedding is typed as the
+/// output, as llama.cpp does for tied embeddings. Rows that blocks do not
+/// tile fall back as llama.cpp's tensor_type_fallback does, with Q4_0 for
+/// its Q5_0 (see Quantize.cpp). Not modelled, for want of Q5_K or of the
+/// model kinds: the 70B bump of attn_v to Q5_K, the expert and Falcon rules.
+SourceDType q4KMixType(const std::string &canonicalName, int layer, int nLayers, int64_t columns,
+                       bool sharedClassifier = false);
+
+/// llama.cpp's use_more_bits: the layers of attn_v and ffn_down that Q4_K_M
+/// gives Q6_K: the first and last eighth, and every third one between.
+bool q4KMUsesMoreBits(int layer, int nLayers);
+
 /// A llama GGUF of `values`: hyperparameters from `c`, matrices and the
-/// embedding as `matrixType`, norms F32 (as llama.cpp stores them), and
+/// embedding as `matrixType` (an encodeTensor type, or "Q4_K_M" for
+/// llama.cpp's mix, q4KMixType), norms F32 (as llama.cpp stores them), and
 /// `extra` metadata (a tokenizer, overrides). `stored` receives the values
 /// import must return, by canonical name.
 std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &values,

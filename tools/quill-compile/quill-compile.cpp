@@ -99,6 +99,11 @@ struct Flags {
                "of a warp per output element, for A/B comparisons"),
       cl::cat(category)};
   cl::opt<bool> noFusion{"no-fusion", cl::desc("Switch off every fusion pass"), cl::cat(category)};
+  cl::opt<std::string> quantize{
+      "quantize",
+      cl::desc("Store the weight matrices quantized, with llama.cpp's rules: f16, bf16, q8_0, "
+               "q4_0 or q4_k_m (default: each keeps its file's encoding)"),
+      cl::value_desc("scheme"), cl::cat(category)};
 };
 
 /// Checks the flags and fills `options`; prints the problem and returns
@@ -145,6 +150,14 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   }
   if (flags.noFusion)
     options.pipeline.disabledFusions.insert(known.begin(), known.end());
+  const auto &schemes = quill::quantizationSchemes();
+  if (!flags.quantize.empty() &&
+      std::find(schemes.begin(), schemes.end(), flags.quantize) == schemes.end()) {
+    llvm::errs() << "quill-compile: unknown --quantize scheme '" << flags.quantize
+                 << "' (expected f16, bf16, q8_0, q4_0 or q4_k_m)\n";
+    return false;
+  }
+  options.pipeline.quantize = flags.quantize;
   const quill::Target *chosen = quill::lookupTarget(flags.target);
   if (!chosen) {
     llvm::errs() << "quill-compile: unknown --target '" << flags.target << "' (expected "

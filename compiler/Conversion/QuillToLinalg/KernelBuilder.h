@@ -29,6 +29,15 @@ public:
                            OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                            Value init) const;
 
+  /// matVecRows for a weight stored as anything but f32 (f16, bf16, GGUF
+  /// blocks; its storage behind weightStorage()): decoded where it is read.
+  virtual Value decodingMatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value init) const;
+  /// matMulRows for such a weight.
+  virtual Value decodingMatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                   Value init) const;
+
   /// 1 / sqrt(mean(x^2) + eps) of each row of `input` (a 0-d tensor for a
   /// vector, [T] for T rows), in llama2.c's order.
   virtual Value rmsScales(OpBuilder &b, Location loc, Value input, float eps) const;

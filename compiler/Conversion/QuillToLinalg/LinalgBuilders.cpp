@@ -321,4 +321,24 @@ Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Valu
       multiplyAccumulate(fastMath));
 }
 
+Value overLiveRows(OpBuilder &b, Location loc, Value input, Value liveRows, OpFoldResult rows,
+                   Value init, const RowProduct &product) {
+  const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  const int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(1);
+  OpFoldResult live =
+      arith::MinUIOp::create(b, loc, liveRows, arith::ConstantIndexOp::create(b, loc, tokens))
+          .getResult();
+  SmallVector<OpFoldResult> zeros = {b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  Value out =
+      linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+          ->getResult(0);
+  Value liveInput = tensor::ExtractSliceOp::create(
+      b, loc, input, zeros, ArrayRef<OpFoldResult>{live, b.getIndexAttr(width)}, ones);
+  SmallVector<OpFoldResult> outSizes = {live, rows};
+  Value liveOut = tensor::ExtractSliceOp::create(b, loc, out, zeros, outSizes, ones);
+  Value part = product(liveInput, liveOut);
+  return tensor::InsertSliceOp::create(b, loc, part, out, zeros, outSizes, ones);
+}
+
 } // namespace mlir::quill

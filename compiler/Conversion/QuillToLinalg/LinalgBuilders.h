@@ -103,6 +103,14 @@ Value rowByRowMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
 /// `init` (zero-filled first).
 Value rowByRowMatMul(OpBuilder &b, Location loc, Value weight, Value input, Value init);
 
+/// A product over token rows, from `input` ([T, K]) into `out` ([T, rows]).
+using RowProduct = std::function<Value(Value input, Value out)>;
+/// `product` over the first min(liveRows, T) token rows of `input` into
+/// `init` (zero-filled first, so the dead rows are zeros and the result
+/// stays the kernel's destination): a batch of one must not pay for 64.
+Value overLiveRows(OpBuilder &b, Location loc, Value input, Value liveRows, OpFoldResult rows,
+                   Value init, const RowProduct &product);
+
 /// `value` as the op's declared result type (a tensor.cast where they differ).
 Value castTo(OpBuilder &b, Location loc, Value value, Type type);
 

@@ -7,6 +7,7 @@
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -26,6 +27,8 @@ Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
                    ? scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt)
                    : tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type())
                          .getResult();
+  if (isEncodedWeight(weight))
+    return builder.decodingMatVecRows(b, loc, weight, input, firstRow, rows, init);
   return builder.matVecRows(b, loc, weight, input, firstRow, rows, init);
 }
 
@@ -43,6 +46,8 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
           : tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), rows},
                                     b.getF32Type())
                 .getResult();
+  if (isEncodedWeight(weight))
+    return builder.decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   return builder.matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
 }
 

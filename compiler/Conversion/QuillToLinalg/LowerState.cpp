@@ -2,6 +2,7 @@
 // of the cache.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -23,6 +24,14 @@ struct LowerEmbedding : OpRewritePattern<EmbeddingOp> {
       first = op.getTile()[0];
       width = arith::SubIOp::create(rewriter, op.getLoc(), op.getTile()[1], op.getTile()[0])
                   .getResult();
+    }
+    if (isEncodedWeight(op.getTable())) {
+      // Only the one row is decoded.
+      Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), ArrayRef<OpFoldResult>{width},
+                                           rewriter.getF32Type());
+      Value row = decodedRow(rewriter, op.getLoc(), op.getTable(), op.getToken(), first, init);
+      rewriter.replaceOp(op, castTo(rewriter, op.getLoc(), row, op.getType()));
+      return success();
     }
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
         op, op.getType(), op.getTable(), ArrayRef<OpFoldResult>{op.getToken(), first},
@@ -108,6 +117,8 @@ struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
   LogicalResult matchAndRewrite(EmbeddingsOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value table = op.getTable(), tokens = op.getTokens();
+    auto tableType = cast<RankedTensorType>(table.getType());
+    Value storage = weightStorage(table);
     // Token rows [begin, begin + rows): all, or a tile's.
     int64_t width = op.getType().getDimSize(1);
     Value begin;
@@ -127,7 +138,7 @@ struct LowerEmbeddings : OpRewritePattern<EmbeddingsOp> {
           Value d = linalg::IndexOp::create(b, l, 1);
           Value id = tensor::ExtractOp::create(b, l, tokens, ValueRange{t});
           Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), id);
-          return tensor::ExtractOp::create(b, l, table, ValueRange{row, d});
+          return decodeWeightElement(b, l, storage, tableType, row, d);
         });
     rewriter.replaceOp(op, castTo(rewriter, loc, result, op.getType()));
     return success();

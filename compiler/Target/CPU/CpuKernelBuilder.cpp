@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
+#include <functional>
+
 namespace mlir::quill {
 
 namespace {
@@ -19,27 +21,63 @@ MatMulTile CpuKernelBuilder::matMulTile() const {
           /*lanes=*/options_.vectorWidth};
 }
 
+namespace {
+
+/// Rows of a matrix-vector product in blocks of `rowBlock` by `blocked`
+/// (first row, block count, init), then the leftover rows by `tail` (first
+/// row, row count, init).
+Value blocksThenTail(OpBuilder &b, Location loc, OpFoldResult firstRow, OpFoldResult rows,
+                     int64_t rowBlock, Value init,
+                     const std::function<Value(Value, Value, Value)> &blocked,
+                     const std::function<Value(OpFoldResult, OpFoldResult, Value)> &tail) {
+  OpFoldResult blocks = divIndex(b, loc, rows, rowBlock);
+  OpFoldResult blockedRows = mulIndex(b, loc, blocks, rowBlock);
+  Value result = blocked(getValueOrCreateConstantIndexOp(b, loc, firstRow),
+                         getValueOrCreateConstantIndexOp(b, loc, blocks), init);
+  OpFoldResult tailRows = subIndex(b, loc, rows, blockedRows);
+  if (getConstantIntValue(tailRows) == 0)
+    return result;
+  Value rest =
+      tail(addIndex(b, loc, firstRow, blockedRows), tailRows,
+           tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
+  return tensor::InsertSliceOp::create(b, loc, rest, result, ArrayRef<OpFoldResult>{blockedRows},
+                                       ArrayRef<OpFoldResult>{tailRows},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+} // namespace
+
 Value CpuKernelBuilder::matVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                                    OpFoldResult firstRow, OpFoldResult rows, Value init) const {
   const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
   if (width % options_.vectorWidth != 0)
     return KernelBuilder::matVecRows(b, loc, weight, input, firstRow, rows, init);
   // Blocks of rows streamed together, then the leftover rows one at a time.
-  OpFoldResult blocks = divIndex(b, loc, rows, kRowBlock);
-  OpFoldResult blocked = mulIndex(b, loc, blocks, kRowBlock);
-  Value result = blockedMatVec(b, loc, options_.vectorWidth, weight, input,
-                               getValueOrCreateConstantIndexOp(b, loc, firstRow),
-                               getValueOrCreateConstantIndexOp(b, loc, blocks), init);
-  OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
-  if (getConstantIntValue(tailRows) == 0)
-    return result;
-  OpFoldResult tailFirst = addIndex(b, loc, firstRow, blocked);
-  Value tail = KernelBuilder::matVecRows(
-      b, loc, weight, input, tailFirst, tailRows,
-      tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{tailRows}, b.getF32Type()));
-  return tensor::InsertSliceOp::create(b, loc, tail, result, ArrayRef<OpFoldResult>{blocked},
-                                       ArrayRef<OpFoldResult>{tailRows},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  return blocksThenTail(
+      b, loc, firstRow, rows, kRowBlock, init,
+      [&](Value first, Value blocks, Value out) {
+        return blockedMatVec(b, loc, options_.vectorWidth, weight, input, first, blocks, out);
+      },
+      [&](OpFoldResult first, OpFoldResult count, Value out) {
+        return KernelBuilder::matVecRows(b, loc, weight, input, first, count, out);
+      });
+}
+
+Value CpuKernelBuilder::decodingMatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                           OpFoldResult firstRow, OpFoldResult rows,
+                                           Value init) const {
+  if (!decodesInRegisters(weight.getType(), options_.vectorWidth))
+    return KernelBuilder::decodingMatVecRows(b, loc, weight, input, firstRow, rows, init);
+  // Blocks of rows decoded together, then the leftover rows one at a time.
+  return blocksThenTail(
+      b, loc, firstRow, rows, decodingRowBlock(), init,
+      [&](Value first, Value blocks, Value out) {
+        return blockedDecodingMatVec(b, loc, options_.vectorWidth, weight, input, first, blocks,
+                                     out);
+      },
+      [&](OpFoldResult first, OpFoldResult count, Value out) {
+        return KernelBuilder::decodingMatVecRows(b, loc, weight, input, first, count, out);
+      });
 }
 
 Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,

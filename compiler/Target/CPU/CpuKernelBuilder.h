@@ -30,6 +30,8 @@ public:
                    OpFoldResult rows, Value init) const override;
   Value matMulRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
                    OpFoldResult rows, Value liveRows, Value init) const override;
+  Value decodingMatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                           OpFoldResult firstRow, OpFoldResult rows, Value init) const override;
   Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
@@ -54,6 +56,16 @@ Value blockedMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weigh
 Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tile, Value weight, Value input,
                     Value first, Value blocks, Value tokenBlocks, Value tailTokens, Value init,
                     bool prefetch);
+
+/// Whether blockedDecodingMatVec handles weights of `weightType` at this
+/// vector width (Q8_0, Q4_0, F16, BF16 rows of whole blocks/vectors).
+bool decodesInRegisters(Type weightType, int64_t vectorWidth);
+/// Rows a decoding matvec streams together.
+int64_t decodingRowBlock();
+/// Rows [first, first + blocks * decodingRowBlock()) of an encoded W @ x
+/// into `init`, decoding each block in registers (DecodingMatVec.cpp).
+Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
+                            Value input, Value first, Value blocks, Value init);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit

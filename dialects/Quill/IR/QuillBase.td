@@ -22,6 +22,7 @@ def Quill_Dialect : Dialect {
     buffer bindings, which the runtime executes.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   // Markers passes leave on functions and ops for later passes, declared
   // here so that they are named once (QuillDialect::get*AttrHelper()).
   let discardableAttrs = (ins
@@ -38,6 +39,11 @@ def Quill_Dialect : Dialect {
 
 class Quill_Op<string mnemonic, list<Trait> traits = []>
     : Op<Quill_Dialect, mnemonic, traits>;
+
+class Quill_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Quill_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
 
 class Quill_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Quill_Dialect, name, traits> {

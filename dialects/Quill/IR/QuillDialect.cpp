@@ -1,4 +1,4 @@
-// Registers the quill dialect's ops and attributes.
+// Registers the quill dialect's ops, types and attributes.
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -13,10 +13,17 @@ using namespace mlir::quill;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Quill/IR/QuillAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Quill/IR/QuillTypes.cpp.inc"
+
 void QuillDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "dialects/Quill/IR/QuillAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/Quill/IR/QuillTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

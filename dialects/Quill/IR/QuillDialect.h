@@ -12,6 +12,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Quill/IR/QuillAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/Quill/IR/QuillTypes.h.inc"
+
 #include "dialects/Quill/IR/QuillInterfaces.h.inc"
 
 #define GET_OP_CLASSES

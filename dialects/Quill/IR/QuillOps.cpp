@@ -1,5 +1,6 @@
 // Verifiers of the quill ops: reject ill-shaped graphs, naming the mismatch.
 #include "dialects/Quill/IR/QuillDialect.h"
+#include "dialects/Quill/IR/WeightFormats.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -60,8 +61,24 @@ static LogicalResult verifyTile(Operation *op, ValueRange tile) {
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError("needs a non-empty weight name");
-  if (!getType().hasStaticShape())
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
     return emitOpError("weight '") << getName() << "' must have a static shape";
+  WeightFormat format = *weightFormatOf(type.getElementType());
+  if (type.getShape().back() % format.blockElements != 0)
+    return emitOpError("weight '")
+           << getName() << "' has " << type.getShape().back() << " columns, not a whole number of "
+           << format.name << " blocks of " << format.blockElements;
+  return success();
+}
+
+LogicalResult WeightViewOp::verify() {
+  auto weight = cast<RankedTensorType>(getResult().getType());
+  if (!isBlockQuantized(weight))
+    return emitOpError("views bytes as a block-quantized weight, not ") << weight;
+  if (getBytes().getType() != storageBytesType(weight))
+    return emitOpError("bytes ") << getBytes().getType() << " do not hold " << weight << " (need "
+                                 << storageBytesType(weight) << ")";
   return success();
 }
 
@@ -196,9 +213,15 @@ LogicalResult ConcatOp::verify() {
   if (getParts().empty())
     return emitOpError("needs at least one part");
   int64_t rows = 0, partRows = dimOf(getParts()[0], 0);
+  Type element = getResult().getType().getElementType();
   for (Value part : getParts()) {
     if (!part.getDefiningOp<WeightOp>())
       return emitOpError("parts must be quill.weight ops: packing happens at compile time");
+    if (cast<RankedTensorType>(part.getType()).getElementType() != element)
+      return emitOpError("part") << weightName(part) << " is "
+                                 << cast<RankedTensorType>(part.getType()).getElementType()
+                                 << " but the result is " << element
+                                 << ": packed parts keep one encoding";
     if (dimOf(part, 1) != dimOf(getResult(), 1))
       return emitOpError("part") << weightName(part) << " has " << dimOf(part, 1)
                                  << " columns but the result has " << dimOf(getResult(), 1);
@@ -212,6 +235,9 @@ LogicalResult ConcatOp::verify() {
   if (Value scale = getScale()) {
     if (!scale.getDefiningOp<WeightOp>())
       return emitOpError("scale must be a quill.weight: packing happens at compile time");
+    if (!element.isF32())
+      return emitOpError("a scale folds only into f32 parts: ")
+             << element << " weights would be re-rounded";
     if (dimOf(scale, 0) != dimOf(getResult(), 1))
       return emitOpError("scale") << weightName(scale) << " has " << dimOf(scale, 0)
                                   << " elements but the parts have " << dimOf(getResult(), 1)

@@ -4,6 +4,7 @@
 
 include "dialects/Quill/IR/QuillBase.td"
 include "dialects/Quill/IR/QuillAttrs.td"
+include "dialects/Quill/IR/QuillTypes.td"
 include "dialects/Quill/IR/QuillInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -22,9 +23,15 @@ def Quill_WeightOp : Quill_Op<"weight", [Pure]> {
     ```mlir
     %wq = quill.weight "layers.0.wq" : tensor<64x64xf32>
     ```
+
+    A matrix may keep the encoding its file has, or the one
+    `quill-quantize-weights` picks: f16, bf16, or GGUF blocks
+    (`tensor<64x64x!quill.q8_0>`); its columns must be a whole number of
+    blocks. Vectors (norm weights) are f32.
   }];
   let arguments = (ins StrAttr:$name);
-  let results = (outs Quill_Tensor:$result);
+  let results = (outs AnyTypeOf<[Quill_Tensor, Quill_WeightMatrix],
+                                "f32 tensor or weight matrix">:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -93,9 +100,9 @@ def Quill_ConcatOp : Quill_Op<"concat", [Pure, AttrSizedOperandSegments]> {
         tensor<32x64xf32>) -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Variadic<Quill_Matrix>:$parts, Optional<Quill_Vector>:$scale,
+  let arguments = (ins Variadic<Quill_WeightMatrix>:$parts, Optional<Quill_Vector>:$scale,
                        UnitAttr:$interleave);
-  let results = (outs Quill_Matrix:$result);
+  let results = (outs Quill_WeightMatrix:$result);
   let assemblyFormat = [{
     $parts (`scale` $scale^ `:` type($scale))? attr-dict `:` functional-type($parts, $result)
   }];
@@ -120,6 +127,24 @@ def Quill_SliceOp : Quill_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Quill_WeightViewOp : Quill_Op<"weight_view", [Pure]> {
+  let summary = "A kernel's weight bytes seen as the block-quantized weight they hold";
+  let description = [{
+    Inside a kernel, a block-quantized weight arrives as its bytes, one row
+    of `[rows, row bytes]` per weight row; this names the encoding again so
+    that the compute op keeps its logical shape. The lowering reads the
+    bytes, and the view disappears with the op.
+
+    ```mlir
+    %w = quill.weight_view %bytes : tensor<64x68xi8> -> tensor<64x64x!quill.q8_0>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[I8]>:$bytes);
+  let results = (outs Quill_WeightMatrix:$result);
+  let assemblyFormat = "$bytes attr-dict `:` type($bytes) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//
@@ -133,7 +158,7 @@ def Quill_EmbeddingOp : Quill_Op<"embedding", [Quill_TiledOpInterface, Pure]> {
     Inside a kernel, `tile [%b, %e]` restricts the op to elements `[b, e)`
     of the row.
   }];
-  let arguments = (ins Quill_Matrix:$table, Index:$token, Variadic<Index>:$tile);
+  let arguments = (ins Quill_WeightMatrix:$table, Index:$token, Variadic<Index>:$tile);
   let results = (outs Quill_Vector:$result);
   let assemblyFormat = [{
     $table `[` $token `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `->` type($result)
@@ -151,7 +176,7 @@ def Quill_EmbeddingsOp : Quill_Op<"embeddings", [Quill_TiledOpInterface, Pure]> 
     %x = quill.embeddings %table[%tokens] : tensor<512x64xf32>, tensor<32xi32> -> tensor<32x64xf32>
     ```
   }];
-  let arguments = (ins Quill_Matrix:$table, 1DTensorOf<[I32]>:$tokens, Variadic<Index>:$tile);
+  let arguments = (ins Quill_WeightMatrix:$table, 1DTensorOf<[I32]>:$tokens, Variadic<Index>:$tile);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $table `[` $tokens `]` (`tile` `[` $tile^ `]`)? attr-dict `:` type($table) `,` type($tokens) `->` type($result)
@@ -200,7 +225,7 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
 
 class Quill_MatVecOp<string mnemonic>
     : Quill_Op<mnemonic, [Quill_TiledOpInterface, Pure, AttrSizedOperandSegments]> {
-  let arguments = (ins Quill_Rows:$input, Quill_Matrix:$weight,
+  let arguments = (ins Quill_Rows:$input, Quill_WeightMatrix:$weight,
                        Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
                        Optional<Index>:$rows,
                        UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps);
@@ -269,7 +294,7 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
         : tensor<64xf32>, tensor<128x64xf32>, tensor<512x32xf32> -> tensor<128xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$input, Quill_Matrix:$weight, Quill_Matrix:$keys,
+  let arguments = (ins Quill_Vector:$input, Quill_WeightMatrix:$weight, Quill_Matrix:$keys,
                        Quill_Matrix:$values, Index:$pos, Variadic<Index>:$tile,
                        I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps);
   let results = (outs Quill_Vector:$result, Quill_Matrix:$new_keys, Quill_Matrix:$new_values);
@@ -513,6 +538,8 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
     (`inputs`, in argument order). Bindings in space `kv_pool` name a section
     of the paged KV cache (offset `2 * layer` for keys, `+ 1` for values;
     bytes: one block of it); the runtime places the sections.
+    `weight_encodings` names the encoding of every weight not stored as f32
+    ("q8_0", ...), so that the artifact's weights are written in it.
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$scratch_bytes,
                        I64Attr:$kv_bytes, I64Attr:$weight_bytes,
@@ -521,7 +548,8 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
                        OptionalAttr<TypedArrayAttrBase<Quill_WeightPackAttr,
                                     "packed weights">>:$weight_packs,
                        OptionalAttr<TypedArrayAttrBase<Quill_BindingAttr,
-                                    "step inputs">>:$inputs);
+                                    "step inputs">>:$inputs,
+                       OptionalAttr<DictionaryAttr>:$weight_encodings);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$name attr-dict-with-keyword $body";
 }

@@ -18,13 +18,17 @@ namespace {
 struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
   void runOnOperation() override {
     getOperation().walk([&](Block *block) {
-      // Siblings in program order, grouped by input (and column count).
-      llvm::MapVector<Value, SmallVector<LinearOp>> siblings;
+      // Siblings in program order, grouped by input and weight encoding
+      // (a packed weight has one; a mixed Q4_K_M layer keeps its Q6_K V
+      // apart).
+      llvm::MapVector<std::pair<Value, Type>, SmallVector<LinearOp>> siblings;
       for (auto linear : block->getOps<LinearOp>())
         // Vectors only: slices of [T, rows] outputs would not be contiguous.
         if (!linear.getResidual() && !linear.isTiled() && !linear.getSwiglu() &&
             linear.getType().getRank() == 1 && linear.getWeight().getDefiningOp<WeightOp>())
-          siblings[linear.getInput()].push_back(linear);
+          siblings[{linear.getInput(),
+                    cast<RankedTensorType>(linear.getWeight().getType()).getElementType()}]
+              .push_back(linear);
       for (auto &[input, group] : siblings)
         if (group.size() >= 2)
           fuse(group);
@@ -50,11 +54,12 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
       rows += linear.getType().getDimSize(0);
     }
     auto weightType = cast<RankedTensorType>(group[0].getWeight().getType());
-    Type f32 = weightType.getElementType();
+    Type f32 = b.getF32Type();
     Location loc = last.getLoc();
     Value packed = ConcatOp::create(
-        b, loc, RankedTensorType::get({rows, weightType.getDimSize(1)}, f32), weights,
-        /*scale=*/Value(), /*interleave=*/false);
+        b, loc,
+        RankedTensorType::get({rows, weightType.getDimSize(1)}, weightType.getElementType()),
+        weights, /*scale=*/Value(), /*interleave=*/false);
     Value fused =
         LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(), packed,
                          /*residual=*/Value(), /*tile=*/ValueRange{},

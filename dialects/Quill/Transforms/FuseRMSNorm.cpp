@@ -35,8 +35,11 @@ struct FuseRMSNormPass : mlir::quill::impl::FuseRMSNormBase<FuseRMSNormPass> {
       bool foldable = !norm->use_empty() && norm.getWeight().getDefiningOp<WeightOp>();
       for (Operation *user : norm->getUsers()) {
         auto linear = dyn_cast<LinearOp>(user);
+        // Only f32 weights take the scale exactly: any other encoding would
+        // be rounded again.
         if (!linear || linear.getInput() != norm.getResult() || linear.getNormEps() ||
-            linear.isTiled() || !packingParts(linear)) {
+            linear.isTiled() || !packingParts(linear) ||
+            !cast<RankedTensorType>(linear.getWeight().getType()).getElementType().isF32()) {
           foldable = false;
           break;
         }

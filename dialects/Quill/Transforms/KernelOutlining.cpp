@@ -1,6 +1,7 @@
 // quill-outline-kernels' outlining: the kernel function a compute op
 // becomes, and the key under which ops share one.
 #include "dialects/Quill/IR/QuillMarkers.h"
+#include "dialects/Quill/IR/WeightFormats.h"
 #include "dialects/Quill/Transforms/OutlineKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -84,8 +85,11 @@ func::FuncOp buildKernel(ModuleOp module, Operation *op, StringRef name, func::F
                          const Tiling &tiling) {
   MLIRContext *ctx = module.getContext();
   Location loc = op->getLoc();
+  // A block-quantized weight arrives as its bytes, [rows, row bytes].
   auto memrefOf = [](Type type) {
     auto tensor = cast<RankedTensorType>(type);
+    if (isBlockQuantized(tensor))
+      tensor = storageBytesType(tensor);
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
   };
   // A cache update's results are its cache operands, updated in place
@@ -144,9 +148,14 @@ func::FuncOp buildKernel(ModuleOp module, Operation *op, StringRef name, func::F
     bool writable = isCache(operand);
     if (writable)
       cacheArgs[operand] = arg;
-    auto tensor = bufferization::ToTensorOp::create(b, loc, operand.getType(), arg, b.getUnitAttr(),
-                                                    writable ? b.getUnitAttr() : UnitAttr());
-    mapping.map(operand, tensor.getResult());
+    Type tensorType = operand.getType();
+    if (isBlockQuantized(tensorType))
+      tensorType = storageBytesType(cast<RankedTensorType>(tensorType));
+    Value tensor = bufferization::ToTensorOp::create(b, loc, tensorType, arg, b.getUnitAttr(),
+                                                     writable ? b.getUnitAttr() : UnitAttr());
+    if (tensorType != operand.getType())
+      tensor = WeightViewOp::create(b, loc, operand.getType(), tensor);
+    mapping.map(operand, tensor);
   }
 
   // The destination first, so that it dominates everything the op lowers

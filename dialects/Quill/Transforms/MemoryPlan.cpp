@@ -1,6 +1,7 @@
 // quill-outline-kernels' memory plan: weights (and packed weights) at
 // aligned offsets of the weight blob, one cache region per (layer, kind),
 // scratch per step, the step's tensor arguments in the input buffer.
+#include "dialects/Quill/IR/WeightFormats.h"
 #include "dialects/Quill/Transforms/OutlineKernels.h"
 
 namespace mlir::quill {
@@ -16,9 +17,8 @@ int64_t elementBytes(Type type) {
   return cast<RankedTensorType>(type).getElementType().getIntOrFloatBitWidth() / 8;
 }
 
-int64_t byteSize(Type type) {
-  return cast<RankedTensorType>(type).getNumElements() * elementBytes(type);
-}
+/// Bytes of a tensor type, in its weight encoding where it has one.
+int64_t byteSize(Type type) { return storageBytes(cast<RankedTensorType>(type)); }
 
 } // namespace
 

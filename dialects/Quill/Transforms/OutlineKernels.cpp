@@ -2,6 +2,7 @@
 // kernel dispatches over a memory plan; each distinct op signature becomes
 // one kernel function (see OutlineKernels.h for the parts).
 #include "dialects/Quill/Transforms/OutlineKernels.h"
+#include "dialects/Quill/IR/WeightFormats.h"
 #include "dialects/Quill/Transforms/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -52,9 +53,16 @@ void OutlineKernelsPass::runOnOperation() {
   }
 
   SmallVector<NamedAttribute> offsets;
-  for (auto &entry : plan.weights)
+  SmallVector<NamedAttribute> encodings; // Of the weights not stored as f32.
+  for (auto &entry : plan.weights) {
     offsets.emplace_back(StringAttr::get(ctx, entry.getKey()),
                          IntegerAttr::get(IntegerType::get(ctx, 64), entry.getValue().first));
+    WeightFormat format =
+        *weightFormatOf(cast<RankedTensorType>(entry.getValue().second).getElementType());
+    if (format.name != "f32")
+      encodings.emplace_back(StringAttr::get(ctx, entry.getKey()),
+                             StringAttr::get(ctx, format.name));
+  }
   SymbolTable symbols(module);
   llvm::StringMap<std::string> kernelsByKey;
   for (auto [function, scratch, stepInputs] : llvm::zip(steps, scratchBytes, inputs)) {
@@ -102,11 +110,12 @@ void OutlineKernelsPass::runOnOperation() {
       return signalPassFailure();
     }
     OpBuilder b(function);
-    auto schedule =
-        ScheduleOp::create(b, function.getLoc(), function.getName(), scratch, plan.kvBytes,
-                           plan.weightBytes, logits, DictionaryAttr::get(ctx, offsets),
-                           plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
-                           stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs));
+    auto schedule = ScheduleOp::create(
+        b, function.getLoc(), function.getName(), scratch, plan.kvBytes, plan.weightBytes, logits,
+        DictionaryAttr::get(ctx, offsets),
+        plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
+        stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs),
+        encodings.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, encodings));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling, writes] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,

@@ -16,6 +16,41 @@ def VerifyStep : Pass<"quill-verify-step", "ModuleOp"> {
   }];
 }
 
+def QuantizeWeights : Pass<"quill-quantize-weights", "ModuleOp"> {
+  let summary = "Picks each weight matrix's encoding for a quantization scheme";
+  let description = [{
+    Rewrites the element type of every `quill.weight` matrix to the encoding
+    the scheme gives it, with llama.cpp's rules so that a model quantized by
+    Quill has the types `llama-quantize` would give it:
+
+    - `f16`, `bf16`, `q8_0`: every matrix;
+    - `q4_0`: every matrix, but the classifier (`output`, or the shared
+      embedding) is `q6_k`;
+    - `q4_k_m`: `q4_k`, but the classifier is `q6_k`, and so are `wv` and
+      `w2` (attn_v, ffn_down) of the layers llama.cpp's `use_more_bits`
+      picks: the first and last eighth, and every third layer between.
+
+    A matrix whose rows are not whole 256-weight super-blocks falls back as
+    llama.cpp does (`q6_k` to `q8_0`; `q4_k`, where llama.cpp takes Q5_0,
+    which Quill lacks, to `q4_0`), and one not of whole 32-weight blocks to
+    `f16`. Vectors stay f32. The weights' bytes are converted when the
+    artifact is written.
+
+    Before (`scheme=q8_0`):
+    ```mlir
+    %w = quill.weight "layers.0.wq" : tensor<64x64xf32>
+    ```
+    After:
+    ```mlir
+    %w = quill.weight "layers.0.wq" : tensor<64x64x!quill.q8_0>
+    ```
+  }];
+  let options = [
+    Option<"scheme", "scheme", "std::string", /*default=*/"\"q8_0\"",
+           "f16, bf16, q8_0, q4_0 or q4_k_m">,
+  ];
+}
+
 def FuseGateUp : Pass<"quill-fuse-gate-up", "ModuleOp"> {
   let summary = "Fuses the gate and up projections with SwiGLU as their epilogue";
   let description = [{

@@ -19,9 +19,9 @@ func.func @weight_dynamic() {
 
 // -----
 
-// Weights are f32 tensors.
+// Weights are f32 tensors, or matrices in a weight encoding.
 func.func @weight_not_f32() {
-  // expected-error @+1 {{'quill.weight' op result #0 must be ranked tensor of 32-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'quill.weight' op result #0 must be f32 tensor or weight matrix, but got 'tensor<4xi32>'}}
   %w = quill.weight "w" : tensor<4xi32>
   return
 }

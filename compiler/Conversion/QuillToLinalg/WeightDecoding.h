@@ -1,0 +1,41 @@
+// Reading weights in any encoding: one element decoded to f32 from its
+// storage (f16, bf16, or GGUF blocks as bytes), and the generic products
+// and embedding rows built on it. Targets with faster decoding kernels
+// override KernelBuilder::decodingMatVecRows; these are the fallback and
+// the definition.
+#pragma once
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::quill {
+
+/// Whether `weight` is stored as anything but f32.
+bool isEncodedWeight(Value weight);
+
+/// What holds `weight`'s data inside a kernel: the [rows, row bytes] i8
+/// tensor behind a quill.weight_view, or the weight itself (f32, f16, bf16).
+Value weightStorage(Value weight);
+
+/// Weight (row, column) of `weightType` as f32, read from `storage` with
+/// tensor.extract: the dequantization rules of GGUF's blocks, in ggml's
+/// order of operations.
+Value decodeWeightElement(OpBuilder &b, Location loc, Value storage, RankedTensorType weightType,
+                          Value row, Value column);
+
+/// W[firstRow : firstRow + rows] @ x into `init` ([rows]), each weight
+/// decoded where it is used.
+Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
+                     OpFoldResult rows, Value init);
+
+/// X[T, K] @ W[firstRow : firstRow + rows]^T into `init` ([T, rows]);
+/// with `liveRows`, the live token rows only (the rest are zeros).
+Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
+                     OpFoldResult rows, Value liveRows, Value init);
+
+/// Elements [first, first + count) of the decoded row `row` of `weight`,
+/// into `init` ([count]).
+Value decodedRow(OpBuilder &b, Location loc, Value weight, Value row, OpFoldResult first,
+                 Value init);
+
+} // namespace mlir::quill

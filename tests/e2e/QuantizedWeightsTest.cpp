@@ -1,0 +1,224 @@
+// Weights kept in their file's encoding (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
+// and llama.cpp's Q4_K_M mix) or quantized by quill-compile --quantize:
+// the decode, prefill and batch steps' logits agree with the reference
+// forward pass run on the values the encoding stands for (dequantized by
+// the test writers' own formulas), and do not depend on the thread count.
+#include "ReferenceForward.h"
+#include "TestSupport.h"
+#include "compiler/Import/ModelSource.h"
+#include "runtime/scheduler/BatchScheduler.h"
+#include "tests/unit/ModelWriters.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace quill::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Rows of 256 (whole K-quant super-blocks), grouped-query attention.
+ModelConfig quantConfig(bool shared) {
+  ModelConfig c;
+  c.dim = 256, c.hiddenDim = 512, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
+  c.vocabSize = 320, c.seqLen = 64, c.sharedClassifier = shared;
+  return c;
+}
+
+/// max |a - b| / max |b|.
+double relativeDifference(const float *got, const std::vector<float> &expected) {
+  double maxDiff = 0, maxRef = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - expected[i]));
+    maxRef = std::max(maxRef, std::fabs(double(expected[i])));
+  }
+  return maxDiff / maxRef;
+}
+
+int tokenAt(int pos, int vocab) { return pos == 0 ? 1 : (pos * 97 + 13) % vocab; }
+
+/// The decode and prefill steps against `oracleModel`, one and two threads
+/// bitwise equal.
+void checkDecodeAndPrefill(const std::string &artifact, const std::string &oracleModel,
+                           const ModelConfig &c, const std::string &what) {
+  LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
+  ASSERT_TRUE(one.device && two.device);
+  auto oracle = ReferenceModel::load(oracleModel);
+  ASSERT_TRUE(oracle.isOk()) << oracle.message();
+  const int chunk = one.device->prefillChunk();
+  ASSERT_GT(chunk, 0);
+  std::vector<int32_t> prompt;
+  std::vector<float> expected;
+  for (int pos = 0; pos < chunk; ++pos) {
+    prompt.push_back(tokenAt(pos, c.vocabSize));
+    expected = oracle->forward(prompt.back(), pos);
+  }
+  one.device->prefill(prompt.data(), 0);
+  two.device->prefill(prompt.data(), 0);
+  EXPECT_LE(relativeDifference(one.device->logits(), expected), 1e-4) << what << " prefill";
+  ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
+      << what << ": prefill logits depend on the thread count";
+  for (int pos = chunk; pos < chunk + 12; ++pos) {
+    int token = tokenAt(pos, c.vocabSize);
+    one.device->step(token, pos);
+    two.device->step(token, pos);
+    expected = oracle->forward(token, pos);
+    ASSERT_LE(relativeDifference(one.device->logits(), expected), 1e-4)
+        << what << " decode at position " << pos;
+    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
+        << what << ": decode logits depend on the thread count at position " << pos;
+  }
+}
+
+/// The batch step: one sequence alone, then beside a second one, against
+/// the oracle; the first sequence's logits are the same bits either way.
+void checkBatch(const std::string &artifact, const std::string &oracleModel, const ModelConfig &c,
+                const std::string &what) {
+  LoadedArtifact loaded = load(artifact, 2);
+  ASSERT_TRUE(loaded.device && loaded.device->batchLayout());
+  auto cache = createPagedCache(*loaded.device, c, /*budgetBytes=*/8 << 20, 2);
+  ASSERT_TRUE(cache.isOk()) << cache.message();
+  PagedKVCache &kv = **cache;
+  auto oracle = ReferenceModel::load(oracleModel);
+  ASSERT_TRUE(oracle.isOk()) << oracle.message();
+  const BatchLayout &layout = *loaded.device->batchLayout();
+  PagedKVCache::SequenceId a = kv.createSequence(), b = kv.createSequence();
+  std::vector<float> alone(c.vocabSize);
+  for (int pos = 0; pos < 10; ++pos) {
+    ASSERT_TRUE(kv.append(a, 1).isOk());
+    std::vector<float> expected = oracle->forward(tokenAt(pos, c.vocabSize), pos);
+    for (int withOther = 0; withOther < 2; ++withOther) {
+      int32_t *tables = loaded.device->batchTables();
+      std::fill_n(tables, 2 * layout.tableWidth, 0);
+      const std::vector<int32_t> &ta = kv.blockTable(a);
+      std::copy(ta.begin(), ta.end(), tables);
+      loaded.device->batchTokens()[0] = tokenAt(pos, c.vocabSize);
+      loaded.device->batchPositions()[0] = pos;
+      if (withOther) {
+        // The other sequence rewrites its own position 0 each time.
+        if (kv.length(b) == 0)
+          ASSERT_TRUE(kv.append(b, 1).isOk());
+        const std::vector<int32_t> &tb = kv.blockTable(b);
+        std::copy(tb.begin(), tb.end(), tables + layout.tableWidth);
+        loaded.device->batchTokens()[1] = 5;
+        loaded.device->batchPositions()[1] = 0;
+      }
+      loaded.device->batchStep(1 + withOther, 1 + withOther);
+      const float *got = loaded.device->batchLogits();
+      if (!withOther) {
+        ASSERT_LE(relativeDifference(got, expected), 1e-4) << what << " batch at " << pos;
+        std::memcpy(alone.data(), got, c.vocabSize * 4);
+      } else {
+        ASSERT_EQ(std::memcmp(alone.data(), got, c.vocabSize * 4), 0)
+            << what << ": a row's logits depend on the batch at position " << pos;
+      }
+    }
+  }
+}
+
+struct FileEncoding {
+  const char *type; ///< encodeTensor's name, or "Q4_K_M".
+  bool shared;      ///< The classifier shares the embedding.
+};
+void PrintTo(const FileEncoding &e, std::ostream *os) { *os << e.type; }
+
+class FileEncodings : public ::testing::TestWithParam<FileEncoding> {};
+
+TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
+  const FileEncoding e = GetParam();
+  ModelConfig c = quantConfig(e.shared);
+  TensorMap values = syntheticTensors(c, 23, [](float x) { return x; });
+  TensorMap stored;
+  std::string name = std::string("enc-") + e.type;
+  std::string model = tempDir() + "/" + name + ".gguf";
+  writeBytes(model, llamaGgufBytes(c, values, e.type, 3, &stored));
+  std::string reference = tempDir() + "/" + name + "-reference.bin";
+  writeLlama2cV1(reference, c, stored);
+  std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
+                                         "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  checkDecodeAndPrefill(artifact, reference, c, e.type);
+  checkBatch(artifact, reference, c, e.type);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, FileEncodings,
+                         ::testing::Values(FileEncoding{"F16", false}, FileEncoding{"BF16", true},
+                                           FileEncoding{"Q8_0", true}, FileEncoding{"Q4_0", false},
+                                           FileEncoding{"Q4_K", false}, FileEncoding{"Q6_K", true},
+                                           FileEncoding{"Q4_K_M", false}),
+                         [](const auto &info) { return std::string(info.param.type); });
+
+/// quill-compile --quantize=SCHEME of an fp32 llama2.c file, against the
+/// oracle on what the test writers' own formulas make of its weights.
+struct Scheme {
+  const char *flag; ///< --quantize's value.
+  /// The encodeTensor type llama.cpp's rule gives a matrix of the 2-layer
+  /// model with a separate classifier.
+  const char *(*typeOf)(const std::string &canonical);
+};
+
+const char *everyMatrix(const char *type, const std::string &) { return type; }
+/// Q4_0: the classifier Q6_K.
+const char *q4_0Types(const std::string &name) { return name == "output" ? "Q6_K" : "Q4_0"; }
+/// Q4_K_M over 2 layers: use_more_bits(i, 2) holds for layer 1 only
+/// (i >= 7 * 2 / 8), so its wv and w2 are Q6_K, as is the classifier.
+const char *q4_KMTypes(const std::string &name) {
+  if (name == "output" || name == "layers.1.wv" || name == "layers.1.w2")
+    return "Q6_K";
+  return "Q4_K";
+}
+void PrintTo(const Scheme &s, std::ostream *os) { *os << s.flag; }
+
+class QuantizeSchemes : public ::testing::TestWithParam<Scheme> {};
+
+TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
+  const Scheme s = GetParam();
+  ModelConfig c = quantConfig(false);
+  TensorMap values = syntheticTensors(c, 29, [](float x) { return x; });
+  std::string name = std::string("quantize-") + s.flag;
+  std::string source = tempDir() + "/" + name + ".bin";
+  writeLlama2cV1(source, c, values);
+  TensorMap dequantized = values;
+  for (auto &[tensor, v] : dequantized)
+    if (canonicalShape(c, tensor).size() == 2)
+      v = encodeTensor(v, s.typeOf(tensor)).stored;
+  std::string reference = tempDir() + "/" + name + "-reference.bin";
+  writeLlama2cV1(reference, c, dequantized);
+  std::string artifact = compileArtifact(source, syntheticTokenizer(c.vocabSize), name,
+                                         std::string("--quantize ") + s.flag +
+                                             " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  checkDecodeAndPrefill(artifact, reference, c, s.flag);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, QuantizeSchemes,
+    ::testing::Values(Scheme{"f16", [](const std::string &n) { return everyMatrix("F16", n); }},
+                      Scheme{"bf16", [](const std::string &n) { return everyMatrix("BF16", n); }},
+                      Scheme{"q8_0", [](const std::string &n) { return everyMatrix("Q8_0", n); }},
+                      Scheme{"q4_0", q4_0Types}, Scheme{"q4_k_m", q4_KMTypes}),
+    [](const auto &info) { return std::string(info.param.flag); });
+
+TEST(QuantizeSchemes, BlocksAreNotQuantizedAgain) {
+  ModelConfig c = quantConfig(false);
+  TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
+  std::string model = tempDir() + "/requantize.gguf";
+  TensorMap stored;
+  writeBytes(model, llamaGgufBytes(c, values, "Q8_0", 3, &stored));
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+                        quote(syntheticTokenizer(c.vocabSize)) + " --quantize q4_0 -o " +
+                        quote(tempDir() + "/requantize.qm"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("is already Q8_0; --quantize takes F32, F16 or BF16 weights"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+} // namespace
+} // namespace quill::test
