@@ -11,7 +11,8 @@
 namespace mlir::quill {
 
 namespace {
-constexpr int64_t kRowBlock = 8; ///< Weight rows a matvec streams together.
+constexpr int64_t kRowBlock = 8;       ///< Weight rows a matvec streams together.
+constexpr int64_t kDecodeRowBlock = 4; ///< Encoded rows a matvec decodes together.
 } // namespace
 
 CpuKernelBuilder::CpuKernelBuilder(CpuKernelOptions options) : options_(options) {}
@@ -68,15 +69,18 @@ Value CpuKernelBuilder::decodingMatVecRows(OpBuilder &b, Location loc, Value wei
                                            Value init) const {
   if (!decodesInRegisters(weight.getType(), options_.vectorWidth))
     return KernelBuilder::decodingMatVecRows(b, loc, weight, input, firstRow, rows, init);
-  // Blocks of rows decoded together, then the leftover rows one at a time.
+  // Blocks of 4 rows decoded together, then the leftover rows one by one
+  // with the same kernel (never the generic form's byte gathers).
   return blocksThenTail(
-      b, loc, firstRow, rows, decodingRowBlock(), init,
+      b, loc, firstRow, rows, kDecodeRowBlock, init,
       [&](Value first, Value blocks, Value out) {
-        return blockedDecodingMatVec(b, loc, options_.vectorWidth, weight, input, first, blocks,
-                                     out);
+        return blockedDecodingMatVec(b, loc, options_.vectorWidth, kDecodeRowBlock, weight, input,
+                                     first, blocks, out);
       },
       [&](OpFoldResult first, OpFoldResult count, Value out) {
-        return KernelBuilder::decodingMatVecRows(b, loc, weight, input, first, count, out);
+        return blockedDecodingMatVec(b, loc, options_.vectorWidth, 1, weight, input,
+                                     getValueOrCreateConstantIndexOp(b, loc, first),
+                                     getValueOrCreateConstantIndexOp(b, loc, count), out);
       });
 }
 

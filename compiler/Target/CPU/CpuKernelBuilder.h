@@ -60,12 +60,11 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tile, Value we
 /// Whether blockedDecodingMatVec handles weights of `weightType` at this
 /// vector width (Q8_0, Q4_0, F16, BF16 rows of whole blocks/vectors).
 bool decodesInRegisters(Type weightType, int64_t vectorWidth);
-/// Rows a decoding matvec streams together.
-int64_t decodingRowBlock();
-/// Rows [first, first + blocks * decodingRowBlock()) of an encoded W @ x
-/// into `init`, decoding each block in registers (DecodingMatVec.cpp).
-Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
-                            Value input, Value first, Value blocks, Value init);
+/// Rows [first, first + blocks * rowBlock) of an encoded W @ x into
+/// `init`, `rowBlock` rows streamed together, each block decoded in
+/// registers (DecodingMatVec.cpp).
+Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
+                            Value weight, Value input, Value first, Value blocks, Value init);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit

@@ -18,8 +18,6 @@ namespace mlir::quill {
 
 namespace {
 
-constexpr int64_t kDecodeRows = 4; ///< Rows streamed together.
-
 /// Builds one row's contribution of one step: the f32 lanes of a block (or
 /// of vectorWidth plain weights) times x, added into `acc`.
 struct RowDecoder {
@@ -105,8 +103,8 @@ struct RowDecoder {
 
 } // namespace
 
-Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
-                            Value input, Value first, Value blocks, Value init) {
+Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
+                            Value weight, Value input, Value first, Value blocks, Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   Type element = weightType.getElementType();
   WeightFormat format = *weightFormatOf(element);
@@ -120,17 +118,17 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Val
   auto rows = scf::ForOp::create(
       b, loc, zero, blocks, one, ValueRange{init},
       [&](OpBuilder &nb, Location l, Value block, ValueRange carried) {
-        Value offset = arith::MulIOp::create(nb, l, block, decoder.index(kDecodeRows));
+        Value offset = arith::MulIOp::create(nb, l, block, decoder.index(rowBlock));
         Value row = arith::AddIOp::create(nb, l, first, offset);
         SmallVector<Value> rowIndex;
-        for (int64_t r = 0; r < kDecodeRows; ++r)
+        for (int64_t r = 0; r < rowBlock; ++r)
           rowIndex.push_back(decoder.at(row, r));
-        SmallVector<Value> accInit(kDecodeRows, zeros);
+        SmallVector<Value> accInit(rowBlock, zeros);
         auto columns = scf::ForOp::create(
             nb, l, zero, decoder.index(steps), one, accInit,
             [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
               SmallVector<Value> next;
-              for (int64_t r = 0; r < kDecodeRows; ++r) {
+              for (int64_t r = 0; r < rowBlock; ++r) {
                 if (isa<Q8_0Type>(element))
                   next.push_back(decoder.q8_0(rowIndex[r], step, acc[r]));
                 else if (isa<Q4_0Type>(element))
@@ -141,12 +139,12 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Val
               scf::YieldOp::create(ib, il, next);
             });
         SmallVector<Value> sums;
-        for (int64_t r = 0; r < kDecodeRows; ++r)
+        for (int64_t r = 0; r < rowBlock; ++r)
           sums.push_back(vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD,
                                                      columns.getResult(r), Value(),
                                                      decoder.fastMath.getValue()));
-        Value block4 = vector::FromElementsOp::create(nb, l, decoder.f32s(kDecodeRows), sums);
-        Value y = vector::TransferWriteOp::create(nb, l, block4, carried[0], ValueRange{offset},
+        Value rowSums = vector::FromElementsOp::create(nb, l, decoder.f32s(rowBlock), sums);
+        Value y = vector::TransferWriteOp::create(nb, l, rowSums, carried[0], ValueRange{offset},
                                                   ArrayRef<bool>{true})
                       .getResult();
         scf::YieldOp::create(nb, l, ValueRange{y});
@@ -162,7 +160,5 @@ bool decodesInRegisters(Type weightType, int64_t vectorWidth) {
     return 32 % vectorWidth == 0 && width % 32 == 0;
   return (element.isF16() || element.isBF16()) && width % vectorWidth == 0;
 }
-
-int64_t decodingRowBlock() { return kDecodeRows; }
 
 } // namespace mlir::quill
