@@ -111,6 +111,13 @@ std::string syntheticTokenizer(int vocabSize) {
 
 namespace quill::test {
 
+void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("quill-", 0), 0u) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr: " << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected exactly one line: " << r.err;
+}
+
 LoadedArtifact load(const std::string &path, int threads) {
   LoadedArtifact loaded;
   auto artifact = Artifact::open(path);

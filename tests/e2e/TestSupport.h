@@ -38,6 +38,10 @@ std::string syntheticTokenizer(int vocabSize);
 
 std::string readFile(const std::string &path);
 
+/// The tool failed cleanly: exit code 1 and one line on stderr, "TOOL: ..."
+/// (quill-run, quill-compile), that contains `phrase`.
+void expectCleanFailure(const CommandResult &r, const std::string &phrase);
+
 } // namespace quill::test
 
 #include "runtime/artifact/Artifact.h"

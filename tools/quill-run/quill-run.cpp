@@ -93,10 +93,10 @@ int main(int argc, char **argv) {
   if (options.bench && !options.batchSizes.empty())
     return benchBatches(options, *artifact, *tokenizer, device, arena);
   if (options.bench) {
-    // Short contexts shrink the benchmark rather than fail it.
-    int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
-    int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
-    auto report = benchmarkModel(device, config, arena, prompt, decode);
+    auto lengths = benchLengths(options, config.seqLen);
+    if (!lengths)
+      return fail(lengths.message());
+    auto report = benchmarkModel(device, config, arena, lengths->first, lengths->second);
     if (!report)
       return fail(report.message());
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
