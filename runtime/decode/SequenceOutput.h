@@ -7,6 +7,7 @@
 #include "runtime/decode/BeamSearch.h"
 #include "runtime/decode/StopMatcher.h"
 #include "runtime/sampling/Logprobs.h"
+#include "runtime/support/Utf8.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <functional>
@@ -61,7 +62,8 @@ struct GenerationResult {
 };
 
 /// Writes into a GenerationResult owned by the caller (which must outlive
-/// this object). Text goes out through the stop matcher, which may hold back
+/// this object). Text is well-formed UTF-8 (see Utf8Stream: no piece splits
+/// a character), and goes out through the stop matcher, which may hold back
 /// text that could begin a stop string until the following pieces decide.
 class SequenceOutput {
 public:
@@ -83,6 +85,8 @@ public:
 
 private:
   void emit(std::string_view text);
+  /// Text through the stop matcher; false once a stop string completed.
+  bool pushText(std::string_view piece);
 
   const Tokenizer &tokenizer_;
   const ModelConfig &config_;
@@ -90,6 +94,7 @@ private:
   bool ignoreEos_;
   GenerationResult &result_;
   std::function<void(std::string_view)> onText_;
+  Utf8Stream utf8_;
   StopMatcher stops_;
   int32_t previous_;
   bool stopped_ = false;

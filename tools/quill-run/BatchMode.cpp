@@ -117,6 +117,7 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
       fields.logprobs = options.sampling.logprobs;
       fields.seed = options.sampling.seed;
       fields.promptIndex = i;
+      fields.tokenizer = &tokenizer;
       std::puts(resultJson(*results[i], fields).c_str());
     } else {
       std::printf("[%zu] %s\n", i, results[i]->text.c_str());
@@ -179,6 +180,7 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
     fields.logprobs = options.sampling.logprobs;
     fields.seed = options.sampling.seed;
     fields.beams = options.beamSearch.has_value();
+    fields.tokenizer = &tokenizer;
     std::puts(resultJson(result, fields).c_str());
   } else {
     const std::vector<GenerationResult> one = {result};

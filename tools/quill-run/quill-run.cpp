@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
     ResultJsonFields fields;
     fields.logprobs = options.sampling.logprobs;
     fields.seed = options.sampling.seed;
+    fields.tokenizer = &*tokenizer;
     std::fputs((resultJson(*result, fields) + "\n").c_str(), stdout);
   } else {
     std::fputc('\n', stdout);
