@@ -13,6 +13,8 @@ const char *stopReasonName(StopReason reason) {
     return "length";
   case StopReason::Context:
     return "context";
+  case StopReason::Interrupted:
+    return "interrupted";
   }
   return "?";
 }

@@ -10,6 +10,7 @@
 #include "runtime/support/Utf8.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,9 +19,10 @@
 
 namespace quill {
 
-enum class StopReason { Eos, StopString, Length, Context };
+enum class StopReason { Eos, StopString, Length, Context, Interrupted };
 
-/// "eos", "stop_string", "length", "context": the JSON spelling.
+/// "eos", "stop_string", "length", "context", "interrupted": the JSON
+/// spelling.
 const char *stopReasonName(StopReason reason);
 
 struct GenerationRequest {
@@ -34,6 +36,9 @@ struct GenerationRequest {
   std::vector<int32_t> promptTokens;
   /// Treat the end token like any other (fixed-length benchmarks).
   bool ignoreEos = false;
+  /// When set (a SIGINT handler sets it), generation stops before the next
+  /// token with stop reason Interrupted; single-sequence decode loop only.
+  const std::atomic<bool> *interrupt = nullptr;
   /// Independent continuations of the prompt (sharing its prefill and KV
   /// blocks), each with its own random stream; batch scheduler only.
   int32_t samples = 1;
