@@ -15,12 +15,7 @@ std::string compileTool() { return quote(tool("quill-compile")) + " "; }
 
 /// A small compiled artifact (synthetic, so this runs without ../shared).
 const std::string &smallArtifact() {
-  static std::string path = [] {
-    ModelConfig c;
-    c.dim = 64, c.hiddenDim = 160, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
-    c.vocabSize = 512, c.seqLen = 16;
-    return compileArtifact(synthesizeModel(c, "bad-input"), syntheticTokenizer(512), "bad-input");
-  }();
+  static std::string path = compileSynthetic(llamaShape(64, 160, 2, 4, 2, 512, 16), "bad-input");
   return path;
 }
 
@@ -177,9 +172,7 @@ TEST(BadInput, QuillSynthRejectsImpossibleShapesAndPeriods) {
 }
 
 TEST(BadInput, FilesThatAreNotFilesAreRefusedBeforeAnyRead) {
-  ModelConfig c;
-  c.dim = 64, c.hiddenDim = 160, c.nLayers = 1, c.nHeads = 4, c.nKvHeads = 2;
-  c.vocabSize = 512, c.seqLen = 16;
+  ModelConfig c = llamaShape(64, 160, 1, 4, 2, 512, 16);
   std::string model = quote(synthesizeModel(c, "not-files"));
   std::string out = " -o " + quote(tempDir() + "/x.qm");
   expectCleanFailure(run(compileTool() + model + " --tokenizer " + quote(tempDir()) + out),
@@ -204,9 +197,7 @@ TEST(BadInput, FilesThatAreNotFilesAreRefusedBeforeAnyRead) {
 TEST(BadInput, ATokenizerMustHaveTheModelsVocabulary) {
   // A 1024-token tokenizer.bin on a 512-token model: its ids past 511 would
   // index past the embedding.
-  ModelConfig c;
-  c.dim = 64, c.hiddenDim = 160, c.nLayers = 1, c.nHeads = 4, c.nKvHeads = 2;
-  c.vocabSize = 512, c.seqLen = 16;
+  ModelConfig c = llamaShape(64, 160, 1, 4, 2, 512, 16);
   std::string model = quote(synthesizeModel(c, "vocab-512"));
   std::string big = quote(syntheticTokenizer(1024));
   expectCleanFailure(
@@ -220,9 +211,7 @@ TEST(BadInput, ATokenizerMustHaveTheModelsVocabulary) {
 TEST(BadInput, ImpossibleSizesAreRefusedUpFront) {
   // A context whose attention scores cannot be a kernel's temporaries:
   // one line naming the model, not a lowering failure.
-  ModelConfig c;
-  c.dim = 64, c.hiddenDim = 160, c.nLayers = 1, c.nHeads = 8, c.nKvHeads = 4;
-  c.vocabSize = 512, c.seqLen = 512000;
+  ModelConfig c = llamaShape(64, 160, 1, 8, 4, 512, 512000);
   std::string model = synthesizeModel(c, "long-context");
   std::string tok = quote(syntheticTokenizer(512));
   expectCleanFailure(
@@ -247,12 +236,9 @@ TEST(BadInput, AFileSizeLimitLeavesNoHalfWrittenArtifact) {
   std::string dir = tempDir() + "/fsize";
   std::string output = dir + "/limited.qm";
   ASSERT_EQ(run("mkdir -p " + quote(dir)).exitCode, 0);
-  ModelConfig c;
   // About 6 MB of weights: past a 2 MB limit, which the kernels' object
   // file and shared object stay under.
-  c.dim = 128, c.hiddenDim = 384, c.nLayers = 4, c.nHeads = 4, c.nKvHeads = 2;
-  c.vocabSize = 512, c.seqLen = 16;
-  std::string model = quote(synthesizeModel(c, "fsize"));
+  std::string model = quote(synthesizeModel(llamaShape(128, 384, 4, 4, 2, 512, 16), "fsize"));
   std::string tok = quote(syntheticTokenizer(512));
   CommandResult limited = run("ulimit -f 2048; " + compileTool() + model + " --tokenizer " + tok +
                               " -o " + quote(output));

@@ -15,12 +15,7 @@ namespace {
 /// A long context (65,536 positions, 64 MiB of KV cache) of a tiny model:
 /// generation runs for seconds, long enough to interrupt.
 const std::string &longArtifact() {
-  static std::string path = [] {
-    ModelConfig c;
-    c.dim = 64, c.hiddenDim = 128, c.nLayers = 2, c.nHeads = 2, c.nKvHeads = 2;
-    c.vocabSize = 512, c.seqLen = 65536;
-    return compileArtifact(synthesizeModel(c, "long"), syntheticTokenizer(512), "long");
-  }();
+  static std::string path = compileSynthetic(llamaShape(64, 128, 2, 2, 2, 512, 65536), "long");
   return path;
 }
 

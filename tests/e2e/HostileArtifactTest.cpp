@@ -69,13 +69,8 @@ std::string loadError(const std::string &path) {
 
 /// A model with all three steps: decode, prefill chunks of 4, batch rows.
 const std::string &goodArtifact() {
-  static std::string path = [] {
-    ModelConfig c;
-    c.dim = 64, c.hiddenDim = 172, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
-    c.vocabSize = 320, c.seqLen = 32;
-    return compileArtifact(synthesizeModel(c, "hostile"), syntheticTokenizer(320), "hostile",
-                           "--prefill-chunk 4 --batch-rows 4 --kv-block-size 8");
-  }();
+  static std::string path = compileSynthetic(llamaShape(64, 172, 2, 4, 2, 320, 32), "hostile",
+                                             "--prefill-chunk 4 --batch-rows 4 --kv-block-size 8");
   return path;
 }
 

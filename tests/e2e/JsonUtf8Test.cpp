@@ -16,12 +16,8 @@ namespace {
 
 /// A random-weight model over a tokenizer with all 256 byte tokens.
 const std::string &randomArtifact() {
-  static std::string path = [] {
-    ModelConfig c;
-    c.dim = 64, c.hiddenDim = 160, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
-    c.vocabSize = 512, c.seqLen = 256;
-    return compileArtifact(synthesizeModel(c, "utf8", 0, 99), syntheticTokenizer(512), "utf8");
-  }();
+  static std::string path =
+      compileSynthetic(llamaShape(64, 160, 2, 4, 2, 512, 256), "utf8", "", /*seed=*/99);
   return path;
 }
 
