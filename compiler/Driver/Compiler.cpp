@@ -2,6 +2,7 @@
 #include "compiler/Driver/Compiler.h"
 
 #include "compiler/Driver/IRDumper.h"
+#include "compiler/Driver/KernelContracts.h"
 #include "compiler/Driver/ScheduleExtraction.h"
 #include "compiler/Driver/WeightLayout.h"
 #include "compiler/Import/ModelSource.h"
@@ -9,6 +10,7 @@
 #include "compiler/Import/TokenizerImport.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Pipeline/Registration.h"
+#include "compiler/Pipeline/SharedStages.h"
 #include "compiler/Target/Target.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
@@ -45,11 +47,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
   if (extracted.prefill)
     builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted.prefill));
   if (extracted.batch) {
-    BatchLayout &layout = extracted.batch->layout;
-    layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
-    layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
-    layout.sections = 2 * config.nLayers;
-    layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
+    const BatchLayout &layout = extracted.batch->layout;
     if (Status s = validateSchedule(extracted.batch->schedule, config, &layout); !s)
       return Status::error("internal error: the batch step " + s.message());
     builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted.batch));
@@ -77,6 +75,34 @@ ErrorOr<WeightEncodings> fileEncodings(const ModelSource &model, const PipelineO
   return encodings;
 }
 
+
+/// The batch layout's cache geometry, which the schedule does not carry.
+void completeBatchLayout(const CompileOptions &options, const ModelConfig &config,
+                         ExtractedSchedule &extracted) {
+  if (!extracted.batch)
+    return;
+  BatchLayout &layout = extracted.batch->layout;
+  layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
+  layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
+  layout.sections = 2 * config.nLayers;
+  layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
+}
+
+/// Attention keeps a score per head and cached position in one kernel
+/// call: a context whose scores do not fit a kernel's temporaries cannot be
+/// compiled, which is said here, naming the model, rather than by lowering.
+Status checkContextFits(const CompileOptions &options, const ModelConfig &config) {
+  const int64_t scoreBytes = int64_t(config.nHeads) * config.seqLen * int64_t(sizeof(float));
+  if (scoreBytes <= kMaxKernelTemporaryBytes)
+    return Status::ok();
+  return Status::error(options.modelPath + ": context " + std::to_string(config.seqLen) + " with " +
+                       std::to_string(config.nHeads) + " heads needs " +
+                       std::to_string(scoreBytes) +
+                       " bytes of attention scores per kernel call, more than the " +
+                       std::to_string(kMaxKernelTemporaryBytes) + " Quill allows (at most " +
+                       std::to_string(kMaxKernelTemporaryBytes / sizeof(float) / config.nHeads) +
+                       " positions for this model)");
+}
 } // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
@@ -84,6 +110,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (!model)
     return model.status();
   const ModelConfig &config = (*model)->config();
+  if (Status s = checkContextFits(options, config); !s)
+    return s;
 
   const Target *target = lookupTarget(options.pipeline.target);
   if (!target)
@@ -150,6 +178,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto extracted = extractSchedule(*module);
   if (!extracted)
     return extracted.status();
+  completeBatchLayout(options, config, *extracted);
   TextDump dump;
   if (dumper)
     dump = [dumper](llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension) {
@@ -158,6 +187,10 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   std::optional<llvm::StringRef> emit;
   if (options.emit)
     emit = *options.emit;
+  // The CPU's kernel library states what each kernel may be dispatched with.
+  if (!options.emit && target->name() == "cpu")
+    if (Status s = addKernelContracts(*module, *extracted, config); !s)
+      return s;
   auto payload = target->finish(*module, options.pipeline, emit, out, dump);
   if (!payload)
     return Status::error(options.modelPath + ": " + payload.message());

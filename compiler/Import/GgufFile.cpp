@@ -3,6 +3,7 @@
 // allocation: each is checked against the bytes left first).
 #include "compiler/Import/GgufFile.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <type_traits>
@@ -351,6 +352,49 @@ Status GgufFile::parse() {
                            ") extends past the end of the file: truncated or corrupt");
     t.bytes = *bytes;
     t.data = file_.data() + dataStart + t.offset;
+  }
+  return checkDataLayout(dataBytes);
+}
+
+namespace {
+std::string dimsString(const std::vector<uint64_t> &dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+} // namespace
+
+Status GgufFile::checkDataLayout(uint64_t dataBytes) const {
+  // Writers lay tensors out back to back, each padded to the alignment: a
+  // tensor's type and shape must account for its bytes exactly, so ranges
+  // that overlap, or a type relabelled to one of fewer bytes, are errors.
+  std::vector<const GgufTensorInfo *> byOffset;
+  for (const GgufTensorInfo &t : tensors_)
+    byOffset.push_back(&t);
+  std::sort(byOffset.begin(), byOffset.end(),
+            [](const GgufTensorInfo *a, const GgufTensorInfo *b) { return a->offset < b->offset; });
+  for (size_t i = 0; i < byOffset.size(); ++i) {
+    const GgufTensorInfo &t = *byOffset[i];
+    const GgufTensorInfo *next = i + 1 < byOffset.size() ? byOffset[i + 1] : nullptr;
+    if (next && next->offset == t.offset)
+      return Status::error("tensors '" + t.name + "' and '" + next->name +
+                           "' start at the same data offset " + std::to_string(t.offset));
+    if (!t.dtype)
+      continue; // Its size is unknown to Quill, and so is the gap after it.
+    const uint64_t end = t.offset + t.bytes;
+    const uint64_t following = next ? next->offset : dataBytes;
+    if (next && following < end)
+      return Status::error("tensor '" + t.name + "' (" + std::to_string(t.bytes) +
+                           " bytes at data offset " + std::to_string(t.offset) +
+                           ") overlaps tensor '" + next->name + "' at " +
+                           std::to_string(following));
+    if (following - end >= alignment_)
+      return Status::error("tensor '" + t.name + "' is " + std::to_string(t.bytes) + " bytes as " +
+                           ggmlTypeName(t.ggmlType) + " " + dimsString(t.dims) + ", but " +
+                           std::to_string(following - t.offset) + " bytes lie before " +
+                           (next ? "tensor '" + next->name + "'" : std::string("the file end")) +
+                           ": its type or shape is wrong");
   }
   return Status::ok();
 }

@@ -101,6 +101,8 @@ public:
 private:
   explicit GgufFile(MappedFile file) : file_(std::move(file)) {}
   Status parse();
+  /// Every tensor's bytes end where the next begins (up to the alignment).
+  Status checkDataLayout(uint64_t dataBytes) const;
 
   MappedFile file_;
   uint32_t version_ = 0;

@@ -101,10 +101,12 @@ ErrorOr<float> GgufModel::floatKey(const std::string &key, float fallback) const
   const GgufValue *v = file_.find(key);
   if (!v)
     return fallback;
+  // An integer here is a writer's mistake (an int32 holding a float's bits
+  // reads as 925353388), not a value.
   std::optional<double> d = v->asNumber();
-  if (!d)
+  if (!d || (v->type != GgufType::Float32 && v->type != GgufType::Float64))
     return Status::error("metadata '" + key + "' is a " + ggufTypeName(v->type) +
-                         ", expected a number");
+                         ", expected a float32");
   return float(*d);
 }
 

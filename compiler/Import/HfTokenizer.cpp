@@ -85,6 +85,11 @@ Status Converter::readVocabulary() {
       textOfId_.resize(size_t(*id) + 1);
     if (size_t(*id) >= assigned_.size())
       assigned_.resize(size_t(*id) + 1, false);
+    // added_tokens repeat vocabulary entries; one id for two texts is a
+    // broken file (the other text's id is then missing).
+    if (assigned_[*id] && textOfId_[*id] != text)
+      return fail(std::string(where) + " gives id " + std::to_string(*id) + " to '" + text +
+                  "', which '" + textOfId_[*id] + "' already has");
     textOfId_[*id] = text;
     assigned_[*id] = true;
     idOfText_.emplace(text, int32_t(*id));

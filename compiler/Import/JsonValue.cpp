@@ -1,14 +1,12 @@
 // A strict recursive-descent JSON parser with a depth limit.
 #include "compiler/Import/JsonValue.h"
 
+#include "runtime/support/ReadFile.h"
 #include "runtime/tokenizer/Unicode.h"
 
-#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace quill {
 
@@ -376,13 +374,10 @@ ErrorOr<JsonValue> parseJson(std::string_view text, const std::string &sourceNam
 }
 
 ErrorOr<JsonValue> parseJsonFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot open: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Status::error(path + ": cannot read: " + std::strerror(errno));
-  return parseJson(text, path);
+  auto text = readSmallFile(path, kMaxJsonFileBytes, "JSON file");
+  if (!text)
+    return text.status();
+  return parseJson(*text, path);
 }
 
 } // namespace quill

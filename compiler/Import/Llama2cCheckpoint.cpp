@@ -1,6 +1,7 @@
 // Header checks, size arithmetic and layout of llama2.c checkpoints.
 #include "compiler/Import/Llama2cCheckpoint.h"
 
+#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <utility>
@@ -84,6 +85,18 @@ Status quill::validateLlama2cConfig(const ModelConfig &c) {
   if (c.headDim() % 2 != 0)
     return Status::error("head size " + std::to_string(c.headDim()) +
                          " (dim / n_heads) is odd; RoPE needs pairs");
+  // The runtime begins every prompt with BOS and stops at EOS.
+  for (auto [name, id] : {std::pair{"bos token id", c.bosId}, std::pair{"eos token id", c.eosId}})
+    if (id < 0 || id >= c.vocabSize)
+      return Status::error(std::string(name) + " " + std::to_string(id) +
+                           " is outside the vocabulary of " + std::to_string(c.vocabSize));
+  // Stored as float32: 1e308 would become infinity.
+  if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0))
+    return Status::error("rope theta " + std::to_string(c.ropeTheta) +
+                         " is not a positive float32");
+  if (!std::isfinite(c.normEps) || !(c.normEps > 0))
+    return Status::error("rms norm epsilon " + std::to_string(c.normEps) +
+                         " is not a positive float32");
   return Status::ok();
 }
 

@@ -30,6 +30,8 @@ ErrorOr<std::unique_ptr<ModelSource>> openAnyFormat(const std::string &path) {
                                   "a Hugging Face checkpoint");
     return openHfLlamaModel(path, "", path);
   }
+  if (!fs::is_regular_file(status))
+    return Status::error(path + ": not a regular file or a directory");
 
   // The first bytes decide; a file too short for any magic is left to the
   // llama2.c reader, which says what is missing.

@@ -140,6 +140,20 @@ Status SafetensorsFile::parse() {
     if (ranges[i].begin < ranges[i - 1].end)
       return Status::error("tensors '" + tensors_[ranges[i - 1].tensor].name + "' and '" +
                            tensors_[ranges[i].tensor].name + "' overlap in the data");
+  // The format's rule: the tensors cover the data exactly, without holes. A
+  // header length that is off (the data then starts a byte early or late)
+  // or bytes after the last tensor break it.
+  uint64_t covered = 0;
+  for (const Range &r : ranges) {
+    if (r.begin != covered)
+      return Status::error("the data has " + std::to_string(r.begin - covered) +
+                           " bytes no tensor covers before tensor '" + tensors_[r.tensor].name +
+                           "' (is the header length right?)");
+    covered = r.end;
+  }
+  if (covered != dataBytes)
+    return Status::error(std::to_string(dataBytes - covered) +
+                         " bytes after the last tensor's data (is the header length right?)");
   return Status::ok();
 }
 

@@ -8,31 +8,41 @@
 #include "compiler/Import/HfTokenizer.h"
 #include "compiler/Import/JsonValue.h"
 #include "compiler/Import/ModelSource.h"
+#include "runtime/support/MappedFile.h"
+#include "runtime/support/ReadFile.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace quill {
 
 namespace {
 
-ErrorOr<std::vector<uint8_t>> readBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Status::error(path + ": cannot read: " + std::strerror(errno));
-  return bytes;
-}
+/// A --tokenizer file: a GGUF file's tokenizer is read from its mapping (the
+/// file holds a whole model); any other kind is read whole, up to a cap.
+struct TokenizerFile {
+  bool gguf = false;
+  std::vector<uint8_t> bytes; ///< Empty for a GGUF file.
+};
 
-bool startsWithGguf(const std::vector<uint8_t> &bytes) {
-  return bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0;
+ErrorOr<TokenizerFile> readTokenizerFile(const std::string &path) {
+  MappedFileWording wording;
+  wording.cannotOpen = "cannot open tokenizer";
+  wording.notRegular = "the tokenizer is not a regular file";
+  auto file = MappedFile::open(path, wording);
+  if (!file)
+    return file.status();
+  TokenizerFile out;
+  out.gguf = file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0;
+  if (out.gguf)
+    return out;
+  if (file->size() > kMaxTokenizerFileBytes)
+    return Status::error(path + ": the tokenizer is " + std::to_string(file->size()) +
+                         " bytes, more than the limit of " +
+                         std::to_string(kMaxTokenizerFileBytes));
+  out.bytes.assign(file->data(), file->data() + file->size());
+  return out;
 }
 
 bool isJsonSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -109,23 +119,23 @@ Status fitTokenizerToVocab(TokenizerData &data, int32_t vocabSize, const std::st
 namespace {
 
 ErrorOr<TokenizerData> loadAnyTokenizer(const std::string &path, const ModelConfig &config) {
-  auto bytes = readBytes(path);
+  auto bytes = readTokenizerFile(path);
   if (!bytes)
     return bytes.status();
   ErrorOr<TokenizerData> data = Status::error(path + ": unreadable");
-  if (startsWithGguf(*bytes)) {
+  if (bytes->gguf) {
     auto gguf = GgufFile::open(path);
     if (!gguf)
       return gguf.status();
     data = tokenizerFromGguf(*gguf);
-  } else if (looksLikeJson(*bytes)) {
-    std::string_view text(reinterpret_cast<const char *>(bytes->data()), bytes->size());
+  } else if (looksLikeJson(bytes->bytes)) {
+    std::string_view text(reinterpret_cast<const char *>(bytes->bytes.data()), bytes->bytes.size());
     auto json = parseJson(text, path);
     if (!json)
       return json.status();
     data = tokenizerFromHfJson(*json, path, config.bosId, config.eosId);
   } else {
-    data = parseTokenizer(bytes->data(), bytes->size(), config.vocabSize, path);
+    data = parseTokenizer(bytes->bytes.data(), bytes->bytes.size(), config.vocabSize, path);
   }
   if (!data)
     return data;
@@ -140,13 +150,13 @@ ErrorOr<std::vector<uint8_t>> tokenizerBytesFor(const ModelSource &model,
   std::vector<uint8_t> bytes;
   std::string source;
   if (!overridePath.empty()) {
-    auto raw = readBytes(overridePath);
+    auto raw = readTokenizerFile(overridePath);
     if (!raw)
       return raw.status();
     source = overridePath;
-    if (!startsWithGguf(*raw) && !looksLikeJson(*raw)) {
+    if (!raw->gguf && !looksLikeJson(raw->bytes)) {
       // A tokenizer.bin or a Quill tokenizer: embedded as it is.
-      bytes = raw.take();
+      bytes = std::move(raw->bytes);
     } else {
       auto data = loadAnyTokenizer(overridePath, config);
       if (!data)

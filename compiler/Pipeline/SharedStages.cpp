@@ -78,7 +78,7 @@ void addLoopsStage(mlir::OpPassManager &pm) {
   functions.addPass(bufferization::createBufferLoopHoistingPass());
   // Temporaries are fixed-size, so they all live on the stack.
   bufferization::PromoteBuffersToStackPassOptions stack;
-  stack.maxAllocSizeInBytes = 4194304;
+  stack.maxAllocSizeInBytes = kMaxKernelTemporaryBytes;
   stack.maxRankOfAllocatedMemRef = 4;
   functions.addPass(bufferization::createPromoteBuffersToStackPass(stack));
   pm.addPass(mlir::quill::createCheckStaticMemory());

@@ -24,6 +24,11 @@ void addNeutralLowering(mlir::OpPassManager &pm);
 /// canonicalize, cse.
 void addCleanup(mlir::OpPassManager &pm);
 
+/// The largest temporary a kernel may keep on the stack (promote-buffers-
+/// to-stack's limit): a larger one would be a heap allocation per call,
+/// which the static-memory contract refuses.
+constexpr int64_t kMaxKernelTemporaryBytes = 4 << 20;
+
 /// Bufferization to memrefs, temporaries on the stack (a step allocates no
 /// heap memory), then linalg to loops.
 void addLoopsStage(mlir::OpPassManager &pm);

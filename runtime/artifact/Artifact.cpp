@@ -50,12 +50,16 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
     if (e.offset > fileSize || e.size > fileSize - e.offset)
       return fail("section " + std::to_string(i) + " lies outside the file");
-    if (e.kind >= 1 && e.kind <= kLastKind) {
-      found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
-      bool isWeights = e.kind == uint32_t(SectionKind::Weights);
-      if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
-        return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
-    }
+    if (e.kind < 1 || e.kind > kLastKind)
+      return fail("section " + std::to_string(i) + " has unknown kind " + std::to_string(e.kind) +
+                  " (this runtime reads kinds 1 to " + std::to_string(kLastKind) + ")");
+    if (found[e.kind])
+      return fail("section " + std::to_string(i) + " repeats section kind " +
+                  std::to_string(e.kind));
+    found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
+    bool isWeights = e.kind == uint32_t(SectionKind::Weights);
+    if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
+      return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
   }
   auto section = [&](SectionKind kind, const uint8_t *&data, size_t &size) {
     const SectionEntry *e = found[static_cast<uint32_t>(kind)];
@@ -106,8 +110,14 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     if (a.batch_.schedule.weightBytes != a.schedule_.weightBytes)
       return fail("the batch and decode schedules disagree on the weights");
   }
-  if (section(SectionKind::Target, data, size))
+  if (section(SectionKind::Target, data, size)) {
     a.target_.assign(reinterpret_cast<const char *>(data), size);
+    // Printed in messages and --verbose: printable ASCII only.
+    for (char c : a.target_)
+      if (c < 0x20 || c > 0x7e)
+        return fail("target section is corrupt (it holds byte " + std::to_string(uint8_t(c)) +
+                    ", not text)");
+  }
   if (!section(SectionKind::Tokenizer, a.tokenizer_, a.tokenizerSize_))
     return fail("artifact has no tokenizer section");
   // The kernels: a shared object for the CPU, or PTX for CUDA.

@@ -3,10 +3,14 @@
 
 #include "runtime/support/ByteStream.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace quill {
 
@@ -38,6 +42,14 @@ ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
       c.eosId < 0 || c.eosId >= c.vocabSize)
     return Status::error("config section holds impossible dimensions");
   return c;
+}
+
+bool isSymbolName(const std::string &name) {
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '$'))
+      return false;
+  return true;
 }
 
 static void putBinding(ByteWriter &w, const Binding &b) {
@@ -93,8 +105,13 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
   // reserve more than the section could hold.
   if (!r.ok() || kernelCount > r.remaining() / 4)
     return Status::error("schedule section is truncated or corrupt");
-  for (uint32_t i = 0; i < kernelCount; ++i)
+  for (uint32_t i = 0; i < kernelCount; ++i) {
     s.kernels.push_back(r.getString(4096));
+    // Kernel names are symbols: never echo other bytes into an error line.
+    if (!r.ok() || s.kernels.back().empty() || !isSymbolName(s.kernels.back()))
+      return Status::error("schedule section is truncated or corrupt (kernel " + std::to_string(i) +
+                           " is not a symbol name)");
+  }
   uint32_t dispatchCount = r.get<uint32_t>();
   if (!r.ok() || dispatchCount > r.remaining() / 36)
     return Status::error("schedule section is truncated or corrupt");
@@ -177,7 +194,7 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
         l.tokens.bytes != rowInts || l.positions.bytes != rowInts ||
         l.tables.bytes != rowInts * l.tableWidth || !inside(l.tokens) || !inside(l.positions) ||
         !inside(l.tables))
-      return Status::error("batch layout does not match the model");
+      return Status::error("layout does not match the model");
   } else if (s.tokens < 1 || s.tokens > config.seqLen ||
              (s.tokens > 1 && s.inputBytes != uint64_t(s.tokens) * sizeof(int32_t))) {
     return Status::error("schedule's token count does not match its input");
@@ -187,10 +204,18 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
     if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 || (d.liveRows && !batch) ||
         d.bindings.empty() || d.bindings.size() > 64)
       return Status::error("schedule dispatch " + std::to_string(i) + " is malformed");
-    for (const Binding &b : d.bindings)
+    for (const Binding &b : d.bindings) {
       if (!inside(b))
         return Status::error("schedule dispatch " + std::to_string(i) +
                              " binds memory outside the plan");
+      // The batch step's inputs are the rows the runtime writes, no other
+      // range of its input buffer.
+      auto same = [&](const Binding &l) { return b.offset == l.offset && b.bytes == l.bytes; };
+      if (batch && b.space == MemorySpace::Input && !same(batch->tokens) &&
+          !same(batch->positions) && !same(batch->tables))
+        return Status::error("schedule dispatch " + std::to_string(i) +
+                             " binds input that is not the layout's tokens, positions or tables");
+    }
   }
   uint64_t logitRows = batch ? uint64_t(batch->rows) : 1;
   if (s.logits.space != MemorySpace::Scratch || !inside(s.logits) ||
@@ -228,9 +253,19 @@ Status ArtifactBuilder::write(const std::string &path) const {
   }
   header.fileSize = offset;
 
-  std::FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    return Status::error(path + ": cannot open for writing");
+  // Written beside `path` under a temporary name and renamed once complete,
+  // so a full disk, a file-size limit or a kill never leaves half an
+  // artifact under the output name.
+  std::string temp = path + ".tmp-XXXXXX";
+  int fd = ::mkstemp(temp.data());
+  if (fd < 0)
+    return Status::error(path + ": cannot create a file beside it: " + std::strerror(errno));
+  std::FILE *file = ::fdopen(fd, "wb");
+  if (!file) {
+    ::close(fd);
+    std::remove(temp.c_str());
+    return Status::error(path + ": cannot open for writing: " + std::strerror(errno));
+  }
   // Header and table are written last, once the checksums are known.
   bool ok = std::fseek(file, static_cast<long>(table.empty() ? sizeof header : table[0].offset),
                        SEEK_SET) == 0;
@@ -263,14 +298,28 @@ Status ArtifactBuilder::write(const std::string &path) const {
   ok = ok && produced && std::fseek(file, 0, SEEK_SET) == 0 &&
        std::fwrite(&header, sizeof header, 1, file) == 1 &&
        std::fwrite(table.data(), sizeof(SectionEntry), table.size(), file) == table.size();
+  ok = ok && std::fflush(file) == 0 && ::fsync(fd) == 0;
+  int error = ok ? 0 : errno;
   ok = (std::fclose(file) == 0) && ok;
+  if (!ok && !error)
+    error = errno;
   if (!produced) {
-    std::remove(path.c_str());
+    std::remove(temp.c_str());
     return produced;
   }
   if (!ok) {
-    std::remove(path.c_str());
-    return Status::error(path + ": write failed");
+    std::remove(temp.c_str());
+    return Status::error(path + ": write failed: " + std::strerror(error ? error : EIO));
+  }
+  // mkstemp creates the file 0600; an artifact is as readable as any output.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(temp.c_str(), 0666 & ~mask);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    error = errno;
+    std::remove(temp.c_str());
+    return Status::error(
+        path + ": cannot rename the finished artifact into place: " + std::strerror(error));
   }
   return Status::ok();
 }

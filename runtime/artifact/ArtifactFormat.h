@@ -21,7 +21,8 @@ namespace quill {
 
 constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 4: CUDA kernels read the token and position from device memory.
-constexpr uint32_t kArtifactVersion = 4;
+/// 5: the CPU kernel library states each kernel's contract (KernelContract.h).
+constexpr uint32_t kArtifactVersion = 5;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -111,6 +112,9 @@ struct BatchSchedule {
   BatchLayout layout;
   Schedule schedule;
 };
+
+/// Letters, digits, '_', '.' and '$' only: a kernel's exported name.
+bool isSymbolName(const std::string &name);
 
 std::vector<uint8_t> encodeConfig(const ModelConfig &config);
 ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size);

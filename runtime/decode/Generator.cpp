@@ -39,6 +39,10 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
   // Decode: sample from the last logits, then feed the token back.
   SequenceOutput output(tokenizer_, config_, request, result, onText);
   while (output.wantsToken()) {
+    if (request.interrupt && request.interrupt->load(std::memory_order_relaxed)) {
+      output.stop(StopReason::Interrupted);
+      break;
+    }
     int32_t next = sampler_.sample(device_.logits(), config_.vocabSize);
     if (next < 0)
       return Status::error("the sampler found no token to pick after " +

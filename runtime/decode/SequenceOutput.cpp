@@ -13,6 +13,8 @@ const char *stopReasonName(StopReason reason) {
     return "length";
   case StopReason::Context:
     return "context";
+  case StopReason::Interrupted:
+    return "interrupted";
   }
   return "?";
 }
@@ -47,25 +49,36 @@ bool SequenceOutput::accept(int32_t token, const StepLogprobs *logprobs) {
   result_.tokens.push_back(token);
   if (logprobs)
     result_.logprobs.push_back(*logprobs);
-  std::string piece = tokenizer_.decode(previous_, token);
+  // A token may end inside a character (byte tokens): its bytes wait in
+  // utf8_ until the character completes.
+  std::string piece = utf8_.push(tokenizer_.decode(previous_, token));
   previous_ = token;
-  if (stops_.empty()) {
-    emit(piece);
-  } else {
-    StopMatcher::Outcome outcome = stops_.push(piece);
-    emit(outcome.release);
-    if (outcome.stopped) {
-      result_.stop = StopReason::StopString;
-      stopped_ = true;
-      return false;
-    }
-  }
+  if (!pushText(piece))
+    return false;
   return wantsToken();
 }
 
+bool SequenceOutput::pushText(std::string_view piece) {
+  if (stops_.empty()) {
+    emit(piece);
+    return true;
+  }
+  StopMatcher::Outcome outcome = stops_.push(piece);
+  emit(outcome.release);
+  if (outcome.stopped) {
+    result_.stop = StopReason::StopString;
+    stopped_ = true;
+    return false;
+  }
+  return true;
+}
+
 void SequenceOutput::finish() {
-  // No stop string can complete any more: what was held back is text.
-  if (!stopped_)
+  if (stopped_)
+    return;
+  // A character left incomplete becomes U+FFFD; then no stop string can
+  // complete any more, so what was held back is text.
+  if (pushText(utf8_.finish()))
     emit(stops_.flush());
 }
 

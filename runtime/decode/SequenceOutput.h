@@ -7,8 +7,10 @@
 #include "runtime/decode/BeamSearch.h"
 #include "runtime/decode/StopMatcher.h"
 #include "runtime/sampling/Logprobs.h"
+#include "runtime/support/Utf8.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -17,9 +19,10 @@
 
 namespace quill {
 
-enum class StopReason { Eos, StopString, Length, Context };
+enum class StopReason { Eos, StopString, Length, Context, Interrupted };
 
-/// "eos", "stop_string", "length", "context": the JSON spelling.
+/// "eos", "stop_string", "length", "context", "interrupted": the JSON
+/// spelling.
 const char *stopReasonName(StopReason reason);
 
 struct GenerationRequest {
@@ -33,6 +36,9 @@ struct GenerationRequest {
   std::vector<int32_t> promptTokens;
   /// Treat the end token like any other (fixed-length benchmarks).
   bool ignoreEos = false;
+  /// When set (a SIGINT handler sets it), generation stops before the next
+  /// token with stop reason Interrupted; single-sequence decode loop only.
+  const std::atomic<bool> *interrupt = nullptr;
   /// Independent continuations of the prompt (sharing its prefill and KV
   /// blocks), each with its own random stream; batch scheduler only.
   int32_t samples = 1;
@@ -61,7 +67,8 @@ struct GenerationResult {
 };
 
 /// Writes into a GenerationResult owned by the caller (which must outlive
-/// this object). Text goes out through the stop matcher, which may hold back
+/// this object). Text is well-formed UTF-8 (see Utf8Stream: no piece splits
+/// a character), and goes out through the stop matcher, which may hold back
 /// text that could begin a stop string until the following pieces decide.
 class SequenceOutput {
 public:
@@ -83,6 +90,8 @@ public:
 
 private:
   void emit(std::string_view text);
+  /// Text through the stop matcher; false once a stop string completed.
+  bool pushText(std::string_view piece);
 
   const Tokenizer &tokenizer_;
   const ModelConfig &config_;
@@ -90,6 +99,7 @@ private:
   bool ignoreEos_;
   GenerationResult &result_;
   std::function<void(std::string_view)> onText_;
+  Utf8Stream utf8_;
   StopMatcher stops_;
   int32_t previous_;
   bool stopped_ = false;

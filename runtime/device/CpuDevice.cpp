@@ -1,6 +1,7 @@
 // Kernel launches on the CPU with oneTBB.
 #include "runtime/device/CpuDevice.h"
 
+#include "runtime/artifact/KernelContract.h"
 #include "runtime/device/KernelWaves.h"
 
 #include <tbb/blocked_range.h>
@@ -48,6 +49,23 @@ std::unique_ptr<uint8_t, void (*)(void *)> zeroedBuffer(uint64_t bytes) {
 }
 } // namespace
 
+namespace {
+/// The schedule is data; the kernels say what they may be dispatched with.
+Status checkContracts(const KernelLibrary &library, const Schedule &schedule,
+                      const std::string &what) {
+  for (size_t i = 0; i < schedule.dispatches.size(); ++i) {
+    const Dispatch &d = schedule.dispatches[i];
+    const std::string &name = schedule.kernels[d.kernel];
+    const int64_t *contract = library.lookupWords(kKernelContractPrefix + name);
+    if (!contract)
+      return Status::error("the kernel library states no contract for kernel " + name);
+    if (Status s = checkDispatchContract(d, i, name, contract); !s)
+      return Status::error(what + s.message());
+  }
+  return Status::ok();
+}
+} // namespace
+
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
   // Kernels keep their temporaries on the stack (a prefill chunk of a large
@@ -62,6 +80,21 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                      artifact.path());
   if (!library)
     return library.status();
+  const int64_t *limits = library->lookupWords(kModelLimitsSymbol);
+  if (!limits)
+    return Status::error(artifact.path() + ": the kernel library states no model limits");
+  const BatchSchedule *batchStep = artifact.batchSchedule();
+  if (Status s = checkModelLimits(artifact.config(), artifact.prefillSchedule(),
+                                  batchStep ? &batchStep->layout : nullptr, limits);
+      !s)
+    return Status::error(artifact.path() + ": " + s.message());
+  for (auto [schedule, what] :
+       {std::pair{&artifact.schedule(), ""}, std::pair{artifact.prefillSchedule(), "prefill "},
+        std::pair{artifact.batchSchedule() ? &artifact.batchSchedule()->schedule : nullptr,
+                  "batch "}})
+    if (schedule)
+      if (Status s = checkContracts(*library, *schedule, what); !s)
+        return Status::error(artifact.path() + ": " + s.message());
   std::unique_ptr<CpuDevice> device(new CpuDevice(artifact, library.take(), arena));
 
   // One scratch buffer serves both schedules: they never run at once.

@@ -57,6 +57,10 @@ ErrorOr<KernelFn> KernelLibrary::lookup(const std::string &symbol) const {
   return reinterpret_cast<KernelFn>(address);
 }
 
+const int64_t *KernelLibrary::lookupWords(const std::string &symbol) const {
+  return static_cast<const int64_t *>(dlsym(handle_, symbol.c_str()));
+}
+
 static bool cpuSupports(const std::string &feature) {
   __builtin_cpu_init();
   if (feature == "avx")

@@ -25,6 +25,9 @@ public:
   ~KernelLibrary();
 
   ErrorOr<KernelFn> lookup(const std::string &symbol) const;
+  /// The int64 array the library exports as `symbol` (a kernel contract, the
+  /// model limits); null when it has none.
+  const int64_t *lookupWords(const std::string &symbol) const;
 
 private:
   KernelLibrary() = default;

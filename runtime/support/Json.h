@@ -6,8 +6,9 @@
 
 namespace quill {
 
-/// `text` as a quoted JSON string (control characters and invalid UTF-8
-/// bytes escaped, so the output is always valid JSON).
+/// `text` as a quoted JSON string: control characters escaped, ill-formed
+/// UTF-8 replaced by U+FFFD (see Utf8.h), so the output is always valid
+/// JSON in UTF-8.
 std::string jsonQuote(std::string_view text);
 
 } // namespace quill

@@ -2,15 +2,13 @@
 // byte-level BPE delegated to ByteLevelBpe.
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include "runtime/support/ReadFile.h"
 #include "runtime/tokenizer/ByteLevelBpe.h"
 #include "runtime/tokenizer/PairMerge.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
-#include <iterator>
 
 namespace quill {
 
@@ -103,14 +101,11 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data, const std::string &so
 }
 
 ErrorOr<Tokenizer> Tokenizer::fromFile(const std::string &path, int32_t vocabSize) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error(path + ": cannot open tokenizer: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Status::error(path + ": cannot read tokenizer: " + std::strerror(errno));
-  return fromBytes(bytes.data(), bytes.size(), vocabSize, path);
+  auto bytes = readSmallFile(path, kMaxTokenizerFileBytes, "tokenizer");
+  if (!bytes)
+    return bytes.status();
+  return fromBytes(reinterpret_cast<const uint8_t *>(bytes->data()), bytes->size(), vocabSize,
+                   path);
 }
 
 const std::string &Tokenizer::piece(int32_t id) const {

@@ -88,6 +88,23 @@ ErrorOr<TokenizerData> parseLlama2c(const uint8_t *data, size_t size, int32_t vo
                                  : TokenType::Normal);
     offset += static_cast<size_t>(len);
   }
+  if (offset != size) {
+    // More entries than the model has ids: a tokenizer of another model.
+    size_t extra = 0;
+    while (size - offset >= 8) {
+      int32_t len = readScalar<int32_t>(data + offset + 4);
+      if (len < 0 || size_t(len) > size - offset - 8)
+        break;
+      offset += 8 + size_t(len);
+      ++extra;
+    }
+    if (offset == size)
+      return Status::error(where + "the tokenizer has " +
+                           std::to_string(uint64_t(vocabSize) + extra) +
+                           " tokens, the model's vocabulary " + total);
+    return Status::error(where + std::to_string(size - offset) +
+                         " unexpected bytes after the tokenizer's " + total + " tokens");
+  }
   return out;
 }
 

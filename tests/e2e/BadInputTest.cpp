@@ -5,30 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <unistd.h>
 
 namespace quill::test {
 namespace {
-
-/// The command failed cleanly: exit code 1 and one line on stderr that
-/// contains `phrase`.
-void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
-  EXPECT_EQ(r.exitCode, 1) << r.err;
-  EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr: " << r.err;
-  size_t newline = r.err.find('\n');
-  EXPECT_EQ(newline, r.err.size() - 1) << "expected exactly one line: " << r.err;
-}
 
 std::string runTool() { return quote(tool("quill-run")) + " "; }
 std::string compileTool() { return quote(tool("quill-compile")) + " "; }
 
 /// A small compiled artifact (synthetic, so this runs without ../shared).
 const std::string &smallArtifact() {
-  static std::string path = [] {
-    ModelConfig c;
-    c.dim = 64, c.hiddenDim = 160, c.nLayers = 2, c.nHeads = 4, c.nKvHeads = 2;
-    c.vocabSize = 512, c.seqLen = 16;
-    return compileArtifact(synthesizeModel(c, "bad-input"), syntheticTokenizer(512), "bad-input");
-  }();
+  static std::string path = compileSynthetic(llamaShape(64, 160, 2, 4, 2, 512, 16), "bad-input");
   return path;
 }
 
@@ -182,6 +169,85 @@ TEST(BadInput, QuillSynthRejectsImpossibleShapesAndPeriods) {
                      "--query-key-gain expects a number from 0.25 to 16");
   expectCleanFailure(run(synth + "--shape 7b"), "unknown shape '7b'");
   expectCleanFailure(run(synth + "--shape tiny --heads 0"), "--heads expects a positive integer");
+}
+
+TEST(BadInput, FilesThatAreNotFilesAreRefusedBeforeAnyRead) {
+  ModelConfig c = llamaShape(64, 160, 1, 4, 2, 512, 16);
+  std::string model = quote(synthesizeModel(c, "not-files"));
+  std::string out = " -o " + quote(tempDir() + "/x.qm");
+  expectCleanFailure(run(compileTool() + model + " --tokenizer " + quote(tempDir()) + out),
+                     "the tokenizer is not a regular file");
+  // /dev/zero would otherwise be read without end.
+  expectCleanFailure(run(compileTool() + model + " --tokenizer /dev/zero" + out),
+                     "/dev/zero: the tokenizer is not a regular file");
+  expectCleanFailure(run(compileTool() + "/dev/null" + out),
+                     "/dev/null: not a regular file or a directory");
+  expectCleanFailure(run(runTool() + quote(smallArtifact()) + " --batch-file /dev/zero"),
+                     "/dev/zero: batch file is a device, not a file");
+  expectCleanFailure(run(runTool() + quote(smallArtifact()) + " --batch-file " + quote(tempDir())),
+                     "batch file is a directory, not a file");
+  // Past the cap (a sparse file: its size is checked, nothing read).
+  std::string huge = tempDir() + "/huge-prompts.txt";
+  writeBytes(huge, "x");
+  ASSERT_EQ(truncate(huge.c_str(), (64 << 20) + 1), 0);
+  expectCleanFailure(run(runTool() + quote(smallArtifact()) + " --batch-file " + quote(huge)),
+                     "batch file is 67108865 bytes, more than the limit of 67108864");
+}
+
+TEST(BadInput, ATokenizerMustHaveTheModelsVocabulary) {
+  // A 1024-token tokenizer.bin on a 512-token model: its ids past 511 would
+  // index past the embedding.
+  ModelConfig c = llamaShape(64, 160, 1, 4, 2, 512, 16);
+  std::string model = quote(synthesizeModel(c, "vocab-512"));
+  std::string big = quote(syntheticTokenizer(1024));
+  expectCleanFailure(
+      run(compileTool() + model + " --tokenizer " + big + " -o " + quote(tempDir() + "/v.qm")),
+      "the tokenizer has 1024 tokens, the model's vocabulary 512");
+  // --info says so too, and fails.
+  expectCleanFailure(run(compileTool() + "--info " + model + " --tokenizer " + big),
+                     "the tokenizer has 1024 tokens");
+}
+
+TEST(BadInput, ImpossibleSizesAreRefusedUpFront) {
+  // A context whose attention scores cannot be a kernel's temporaries:
+  // one line naming the model, not a lowering failure.
+  ModelConfig c = llamaShape(64, 160, 1, 8, 4, 512, 512000);
+  std::string model = synthesizeModel(c, "long-context");
+  std::string tok = quote(syntheticTokenizer(512));
+  expectCleanFailure(
+      run(compileTool() + quote(model) + " --tokenizer " + tok + " -o " +
+          quote(tempDir() + "/l.qm")),
+      model + ": context 512000 with 8 heads needs 16384000 bytes of attention scores per kernel "
+              "call, more than the 4194304 Quill allows (at most 131072 positions for this model)");
+  expectCleanFailure(run(compileTool() + quote(model) + " --emit=quill"), "context 512000");
+  c.seqLen = 16;
+  std::string small = quote(synthesizeModel(c, "short-context"));
+  expectCleanFailure(run(compileTool() + small + " --prefill-chunk 1099511627776 --emit=quill"),
+                     "--prefill-chunk must be a multiple of 4 from 0 to 4096");
+  // The context of the small artifact is 16: a 100,000-token benchmark
+  // does not fit (the default lengths shrink to fit instead).
+  expectCleanFailure(run(runTool() + quote(smallArtifact()) + " --bench --bench-prompt 100000"),
+                     "--bench-prompt 100000 and --bench-decode 128 do not fit the context of 16");
+}
+
+TEST(BadInput, AFileSizeLimitLeavesNoHalfWrittenArtifact) {
+  // Under ulimit -f the write fails: one line, and neither the output nor
+  // a temporary file is left behind.
+  std::string dir = tempDir() + "/fsize";
+  std::string output = dir + "/limited.qm";
+  ASSERT_EQ(run("mkdir -p " + quote(dir)).exitCode, 0);
+  // About 6 MB of weights: past a 2 MB limit, which the kernels' object
+  // file and shared object stay under.
+  std::string model = quote(synthesizeModel(llamaShape(128, 384, 4, 4, 2, 512, 16), "fsize"));
+  std::string tok = quote(syntheticTokenizer(512));
+  CommandResult limited = run("ulimit -f 2048; " + compileTool() + model + " --tokenizer " + tok +
+                              " -o " + quote(output));
+  expectCleanFailure(limited, "write failed: File too large");
+  EXPECT_EQ(run("ls -A " + quote(dir)).out, "");
+  // Without the limit the same command writes the artifact, and only it.
+  ASSERT_EQ(run(compileTool() + model + " --tokenizer " + tok + " -o " + quote(output)).exitCode,
+            0);
+  EXPECT_EQ(run("ls -A " + quote(dir)).out, "limited.qm\n");
 }
 
 } // namespace

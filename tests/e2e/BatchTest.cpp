@@ -370,7 +370,7 @@ TEST(QuillRunBatch, JsonLinesInInputOrderThenTheAggregate) {
   CommandResult missing = run(quote(tool("quill-run")) + " " + quote(artifact) +
                               " --batch-file /nonexistent/prompts.txt");
   EXPECT_NE(missing.exitCode, 0);
-  EXPECT_NE(missing.err.find("cannot open the batch file"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot open batch file"), std::string::npos) << missing.err;
 }
 
 } // namespace

@@ -48,13 +48,6 @@ void expectGolden(const std::string &artifactPath) {
 }
 
 /// One line on stderr, starting "quill-compile: ", containing `fragment`.
-void expectCleanFailure(const CommandResult &r, const std::string &fragment) {
-  EXPECT_EQ(r.exitCode, 1) << r.err;
-  EXPECT_EQ(r.err.rfind("quill-compile: ", 0), 0u) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
-
 class Stories260KFormats : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(Stories260KFormats, GreedyTextWithTheModelsOwnTokenizer) {

@@ -156,7 +156,9 @@ TEST(SamplingFlags, LogprobsAreInTheJsonOnlyWhenAsked) {
   // One record per token, three alternatives each; greedy picks the first.
   EXPECT_EQ(countOf(raw.out, "\"top\":["), 20u);
   EXPECT_EQ(countOf(raw.out, "{\"token\":"), 20u * 4);
-  std::string first = "\"logprobs\":[{\"token\":" + std::to_string(tokens[0]) + ",\"logprob\":";
+  // The first token is "Once" (after BOS), its bytes those letters'.
+  std::string first = "\"logprobs\":[{\"token\":" + std::to_string(tokens[0]) +
+                      ",\"bytes\":[79,110,99,101],\"logprob\":";
   size_t at = raw.out.find(first);
   ASSERT_NE(at, std::string::npos) << raw.out;
   double logprob = std::strtod(raw.out.c_str() + at + first.size(), nullptr);

@@ -111,6 +111,27 @@ std::string syntheticTokenizer(int vocabSize) {
 
 namespace quill::test {
 
+ModelConfig llamaShape(int32_t dim, int32_t hidden, int32_t layers, int32_t heads, int32_t kvHeads,
+                       int32_t vocab, int32_t seqLen) {
+  ModelConfig c;
+  c.dim = dim, c.hiddenDim = hidden, c.nLayers = layers, c.nHeads = heads, c.nKvHeads = kvHeads;
+  c.vocabSize = vocab, c.seqLen = seqLen;
+  return c;
+}
+
+std::string compileSynthetic(const ModelConfig &config, const std::string &name,
+                             const std::string &extraFlags, uint64_t seed) {
+  return compileArtifact(synthesizeModel(config, name, 0, seed),
+                         syntheticTokenizer(config.vocabSize), name, extraFlags);
+}
+
+void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("quill-", 0), 0u) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr: " << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected exactly one line: " << r.err;
+}
+
 LoadedArtifact load(const std::string &path, int threads) {
   LoadedArtifact loaded;
   auto artifact = Artifact::open(path);

@@ -38,6 +38,18 @@ std::string syntheticTokenizer(int vocabSize);
 
 std::string readFile(const std::string &path);
 
+/// A Llama shape for synthetic models (the other fields their defaults).
+ModelConfig llamaShape(int32_t dim, int32_t hidden, int32_t layers, int32_t heads, int32_t kvHeads,
+                       int32_t vocab, int32_t seqLen);
+/// synthesizeModel(config, name, 0, seed) compiled with a syntheticTokenizer
+/// of its vocabulary (and `extraFlags`) into DIR/NAME.qm; "" on failure.
+std::string compileSynthetic(const ModelConfig &config, const std::string &name,
+                             const std::string &extraFlags = "", uint64_t seed = 7);
+
+/// The tool failed cleanly: exit code 1 and one line on stderr, "TOOL: ..."
+/// (quill-run, quill-compile), that contains `phrase`.
+void expectCleanFailure(const CommandResult &r, const std::string &phrase);
+
 } // namespace quill::test
 
 #include "runtime/artifact/Artifact.h"

@@ -348,9 +348,14 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
   TensorMap values = syntheticTensors(c, 9, identity);
   // Rebuilds the model with each tensor passed through `edit` (false
   // drops it), and optionally a bias tensor Quill's llama has no place for.
-  auto variant = [&](auto edit, bool addBias = false) {
+  auto variant = [&](auto edit, bool addBias = false, const char *epsilonType = "f32") {
     GgufWriter w;
     w.addString("general.architecture", "llama");
+    // 1e-5 as a float32, or its bits stored as an int32 (a writer's bug).
+    if (std::string(epsilonType) == "f32")
+      w.addF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    else
+      w.addRaw("llama.attention.layer_norm_rms_epsilon", /*int32*/ 5, f32Bytes({1e-5f}));
     w.addU32("llama.embedding_length", 64);
     w.addU32("llama.block_count", 2);
     w.addU32("llama.feed_forward_length", 96);
@@ -426,6 +431,52 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
                   return true;
                 }),
                 "extends past the end of the file");
+  // A type of fewer bytes than the data holds: the size must be exact, up
+  // to the next tensor or (for the last) the file's end.
+  auto relabel = [&](const std::string &tensor, uint32_t relabelled) {
+    return variant(
+        [&](const std::string &n, std::vector<uint64_t> &, uint32_t &type, std::vector<uint8_t> &) {
+          if (n == tensor)
+            type = relabelled;
+          return true;
+        });
+  };
+  for (uint32_t relabelled : {kGgmlBF16, kGgmlQ8_0})
+    expectFailure("relabelled.gguf", relabel("blk.1.attn_q.weight", relabelled),
+                  "tensor 'blk.1.attn_q.weight' is ");
+  expectFailure("relabelled-f16.gguf", relabel("blk.1.attn_q.weight", kGgmlF16),
+                "is 8192 bytes as F16 64x64, but 16384 bytes lie before tensor '");
+  expectFailure("relabelled-last.gguf", relabel("output_norm.weight", kGgmlF16),
+                "bytes lie before the file end: its type or shape is wrong");
+  expectFailure("int-epsilon.gguf", variant(keep, false, "i32"),
+                "metadata 'llama.attention.layer_norm_rms_epsilon' is a int32, expected a float32");
+}
+
+/// Points tensor `name`'s data at `offset`, in the bytes of a GGUF file.
+void setTensorOffset(std::vector<uint8_t> &bytes, const std::string &name, uint64_t offset) {
+  std::vector<uint8_t> key(8 + name.size());
+  uint64_t length = name.size();
+  std::memcpy(key.data(), &length, 8);
+  std::memcpy(key.data() + 8, name.data(), name.size());
+  auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  ASSERT_NE(at, bytes.end()) << name;
+  size_t pos = size_t(at - bytes.begin()) + key.size();
+  uint32_t dims;
+  std::memcpy(&dims, bytes.data() + pos, 4);
+  std::memcpy(bytes.data() + pos + 4 + 8 * dims + 4, &offset, 8);
+}
+
+TEST(GgufImport, OverlappingTensorDataIsAnError) {
+  ModelConfig c = tinyConfig();
+  TensorMap values = syntheticTensors(c, 10, identity);
+  BuiltGguf built = llamaGguf(c, values, kGgmlF32);
+  // blk.0.attn_k.weight read from where blk.0.attn_q.weight's rows are.
+  std::vector<uint8_t> same = built.bytes;
+  setTensorOffset(same, "blk.0.attn_k.weight", 0);
+  expectFailure("overlap.gguf", same, "start at the same data offset 0");
+  std::vector<uint8_t> inside = built.bytes;
+  setTensorOffset(inside, "blk.0.attn_k.weight", 32);
+  expectFailure("overlap-inside.gguf", inside, "overlaps tensor");
 }
 
 TEST(GgufImport, EveryTruncationIsAnError) {

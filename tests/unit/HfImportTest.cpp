@@ -178,6 +178,40 @@ TEST(HfImport, ConfigProblems) {
   std::string dir = writeHfDir("broken-json", c, specs);
   writeText(dir + "/config.json", "{\"hidden_size\": 64,");
   expectOpenFails(dir, dir + "/config.json: invalid JSON at line 1");
+  // Values the runtime could never run: refused at import, naming the file.
+  for (auto [extra, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"  \"eos_token_id\": -1,\n", "eos token id -1 is outside the vocabulary of 300"},
+           {"  \"eos_token_id\": 300,\n", "eos token id 300 is outside the vocabulary of 300"},
+           {"  \"bos_token_id\": -1,\n", "bos token id -1 is outside the vocabulary of 300"},
+           {"  \"rope_theta\": 1e308,\n", "rope theta inf is not a positive float32"}}) {
+    std::string bad = writeHfDir("config-values", c, specs, 1, extra);
+    expectOpenFails(bad, bad + "/config.json: ");
+    expectOpenFails(bad, fragment);
+  }
+}
+
+TEST(HfImport, JsonFilesThatAreNotFilesAreRefused) {
+  ModelConfig c = tinyConfig();
+  auto specs = hfTensors(c, syntheticTensors(c, 23, identity), "F16", nullptr);
+  // A directory where config.json or the shard index should be.
+  std::string dir = writeHfDir("config-dir", c, specs);
+  fs::remove(dir + "/config.json");
+  fs::create_directory(dir + "/config.json");
+  expectOpenFails(dir, dir + "/config.json: JSON file is a directory, not a file");
+  dir = writeHfDir("index-dir", c, specs, 2);
+  fs::remove(dir + "/model.safetensors.index.json");
+  fs::create_directory(dir + "/model.safetensors.index.json");
+  expectOpenFails(dir, "/model.safetensors.index.json: JSON file is a directory, not a file");
+  // A link to /dev/zero is read no further than its kind.
+  dir = writeHfDir("config-zero", c, specs);
+  fs::remove(dir + "/config.json");
+  fs::create_symlink("/dev/zero", dir + "/config.json");
+  expectOpenFails(dir, dir + "/config.json: JSON file is a device, not a file");
+  // Past the cap, refused before anything is read (a sparse file).
+  dir = writeHfDir("config-huge", c, specs);
+  fs::resize_file(dir + "/config.json", (uint64_t(256) << 20) + 1);
+  expectOpenFails(dir, "/config.json: JSON file is 268435457 bytes, more than the limit of "
+                       "268435456");
 }
 
 TEST(HfImport, TensorProblemsNameTheFileAndTensor) {
@@ -247,6 +281,24 @@ TEST(HfImport, LyingSafetensorsHeaders) {
         R"("a":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})",
         32, "tensor 'a': appears twice");
   check(R"([1, 2])", 0, "the header is not a JSON object");
+  // Bytes after the last tensor, or before the first (the header length
+  // one byte short: the data would start a byte early).
+  check(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 17,
+        "1 bytes after the last tensor's data");
+  check(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[4,20]}})", 20,
+        "the data has 4 bytes no tensor covers before tensor 'a'");
+  {
+    // Padded with spaces, as writers pad it to 8 bytes: one short still
+    // parses as JSON.
+    std::vector<uint8_t> good = safetensorsBytes(
+        R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}   )", std::vector<uint8_t>(16));
+    uint64_t headerBytes;
+    std::memcpy(&headerBytes, good.data(), 8);
+    headerBytes -= 1;
+    std::memcpy(good.data(), &headerBytes, 8);
+    writeBytes(dir + "/model.safetensors", good);
+    expectOpenFails(dir, "1 bytes after the last tensor's data (is the header length right?)");
+  }
   check(R"({"a":{"dtype":"F32","shape":[4611686018427387904, 8],)"
         R"("data_offsets":[0,16]}})",
         16, "overflows 64-bit arithmetic");

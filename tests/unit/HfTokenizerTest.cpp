@@ -174,7 +174,15 @@ TEST(HfTokenizer, UnsupportedKindsAreOneLineErrors) {
             "merge 0 'a zz' names a token not in the vocabulary"},
            {R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": )"
             R"("BPE", "vocab": {"a": -3}, "merges": []}})",
-            "an id that is not an integer"}}) {
+            "an id that is not an integer"},
+           // Two tokens sharing an id (so another id has none).
+           {R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": )"
+            R"("BPE", "vocab": {"a": 0, "b": 1, "c": 1}, "merges": []}})",
+            "model.vocab gives id 1 to 'c', which 'b' already has"},
+           {R"({"added_tokens": [{"id": 0, "content": "<s>"}], "pre_tokenizer": )"
+            R"({"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0}, )"
+            R"("merges": []}})",
+            "added_tokens gives id 0 to '<s>', which 'a' already has"}}) {
     auto data = convert(c.json);
     ASSERT_FALSE(data.isOk()) << c.json;
     EXPECT_NE(data.message().find(c.expected), std::string::npos) << data.message();

@@ -262,12 +262,21 @@ TEST(TokenizerErrors, NegativeMaxTokenLength) {
   EXPECT_EQ(tok.message(), "m.bin: negative max_token_length -7");
 }
 
-TEST(TokenizerErrors, TrailingBytesAreIgnored) {
+TEST(TokenizerErrors, TrailingBytesAreRefused) {
   auto bytes = serialize(smallVocab({}));
   bytes.resize(bytes.size() + 5, 0xAB);
   auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), 259, "pad.bin");
-  ASSERT_TRUE(tok.isOk()) << tok.message();
-  EXPECT_EQ(tok->vocabSize(), 259);
+  ASSERT_FALSE(tok.isOk());
+  EXPECT_EQ(tok.message(), "pad.bin: 5 unexpected bytes after the tokenizer's 259 tokens");
+}
+
+TEST(TokenizerErrors, ATokenizerOfAnotherVocabularySizeIsRefused) {
+  // 259 tokens read as a model of 200: the ids past 199 would be garbage to
+  // the model (a 32,000-token vocabulary on a 512-token model).
+  auto bytes = serialize(smallVocab({}));
+  auto tok = Tokenizer::fromBytes(bytes.data(), bytes.size(), 200, "big.bin");
+  ASSERT_FALSE(tok.isOk());
+  EXPECT_EQ(tok.message(), "big.bin: the tokenizer has 259 tokens, the model's vocabulary 200");
 }
 
 TEST(TokenizerErrors, MissingFile) {

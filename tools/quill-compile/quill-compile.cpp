@@ -1,6 +1,7 @@
 // quill-compile: a model file -> one artifact (or any stage's IR, printed).
 #include "compiler/Driver/Compiler.h"
 #include "compiler/Import/ModelSource.h"
+#include "compiler/Import/TokenizerImport.h"
 #include "compiler/Target/Target.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -8,7 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-
+#include <csignal>
 #include <sstream>
 
 namespace cl = llvm::cl;
@@ -115,13 +116,13 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   options.dumpDir = flags.dumpDir;
   options.timing = flags.timing;
   options.pipeline.cpu = flags.cpu;
-  if (flags.grain <= 0) {
-    llvm::errs() << "quill-compile: --matvec-grain must be positive\n";
+  if (flags.grain <= 0 || flags.grain > (1 << 20)) {
+    llvm::errs() << "quill-compile: --matvec-grain must be from 1 to 1048576\n";
     return false;
   }
   options.pipeline.matvecGrain = flags.grain;
-  if (flags.prefillChunk < 0 || flags.prefillChunk % 4 != 0) {
-    llvm::errs() << "quill-compile: --prefill-chunk must be a non-negative multiple of 4\n";
+  if (flags.prefillChunk < 0 || flags.prefillChunk % 4 != 0 || flags.prefillChunk > 4096) {
+    llvm::errs() << "quill-compile: --prefill-chunk must be a multiple of 4 from 0 to 4096\n";
     return false;
   }
   options.prefillTokens = flags.prefillChunk;
@@ -135,8 +136,8 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
     return false;
   }
   options.kvBlockSize = flags.kvBlockSize;
-  if (flags.attentionChunk < 0) {
-    llvm::errs() << "quill-compile: --attention-chunk must not be negative\n";
+  if (flags.attentionChunk < 0 || flags.attentionChunk > (1 << 20)) {
+    llvm::errs() << "quill-compile: --attention-chunk must be from 0 to 1048576\n";
     return false;
   }
   const auto &known = quill::fusionNames();
@@ -192,6 +193,9 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG and the
+  // artifact writer says so, instead of the process dying of SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   Flags flags;
   cl::HideUnrelatedOptions(flags.category);
   cl::ParseCommandLineOptions(argc, argv, "Quill ahead-of-time compiler\n");
@@ -202,6 +206,12 @@ int main(int argc, char **argv) {
       llvm::errs() << "quill-compile: " << opened.message() << "\n";
       return 1;
     }
+    // A --tokenizer that could not be compiled in fails --info too.
+    if (!flags.tokenizer.empty())
+      if (auto given = quill::loadTokenizerFile(flags.tokenizer, (*opened)->config()); !given) {
+        llvm::errs() << "quill-compile: " << given.message() << "\n";
+        return 1;
+      }
     std::ostringstream text;
     quill::describeModel(**opened, flags.tokenizer, text);
     llvm::outs() << text.str();

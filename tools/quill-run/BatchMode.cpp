@@ -6,11 +6,11 @@
 #include "runtime/bench/BatchBench.h"
 #include "runtime/scheduler/BatchScheduler.h"
 #include "runtime/support/Json.h"
+#include "runtime/support/ReadFile.h"
 #include "runtime/support/SplitMix64.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 namespace quill {
@@ -24,18 +24,20 @@ int fail(const std::string &message) {
 
 /// One prompt per line; a final newline does not start another prompt.
 ErrorOr<std::vector<std::string>> readPrompts(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error("cannot open the batch file " + path);
+  auto text = readSmallFile(path, kMaxBatchFileBytes, "batch file");
+  if (!text)
+    return text.status();
   std::vector<std::string> prompts;
-  std::string line;
-  while (std::getline(in, line)) {
+  for (size_t begin = 0; begin < text->size();) {
+    size_t end = text->find('\n', begin);
+    if (end == std::string::npos)
+      end = text->size();
+    std::string line = text->substr(begin, end - begin);
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
-    prompts.push_back(line);
+    prompts.push_back(std::move(line));
+    begin = end + 1;
   }
-  if (in.bad())
-    return Status::error("cannot read the batch file " + path);
   if (prompts.empty())
     return Status::error("the batch file " + path + " has no prompts");
   return prompts;
@@ -115,6 +117,7 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
       fields.logprobs = options.sampling.logprobs;
       fields.seed = options.sampling.seed;
       fields.promptIndex = i;
+      fields.tokenizer = &tokenizer;
       std::puts(resultJson(*results[i], fields).c_str());
     } else {
       std::printf("[%zu] %s\n", i, results[i]->text.c_str());
@@ -177,6 +180,7 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
     fields.logprobs = options.sampling.logprobs;
     fields.seed = options.sampling.seed;
     fields.beams = options.beamSearch.has_value();
+    fields.tokenizer = &tokenizer;
     std::puts(resultJson(result, fields).c_str());
   } else {
     const std::vector<GenerationResult> one = {result};
@@ -203,10 +207,12 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
 int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
                  Device &device, tbb::task_arena &arena) {
   const ModelConfig &config = artifact.config();
-  int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
-  int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
-  auto reports = benchmarkBatches(device, config, tokenizer, arena, options.batchSizes, prompt,
-                                  decode, uint64_t(options.kvBudgetMB) << 20);
+  auto lengths = benchLengths(options, config.seqLen);
+  if (!lengths)
+    return fail(lengths.message());
+  auto reports =
+      benchmarkBatches(device, config, tokenizer, arena, options.batchSizes, lengths->first,
+                       lengths->second, uint64_t(options.kvBudgetMB) << 20);
   if (!reports)
     return fail(reports.message());
   std::string text = options.json ? batchReportsJson(*reports) : batchReportsText(*reports);

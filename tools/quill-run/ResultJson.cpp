@@ -28,16 +28,32 @@ std::string jsonLogprob(float value) {
   return buffer;
 }
 
-/// [{"token":ID,"logprob":X,"top":[{"token":ID,"logprob":X},...]},...]
-std::string jsonLogprobs(const std::vector<StepLogprobs> &steps) {
+/// "bytes":[B,...]: what `token` decodes to after `previous`.
+std::string jsonBytes(const Tokenizer &tokenizer, int32_t previous, int32_t token) {
+  std::string out = ",\"bytes\":[";
+  std::string piece = tokenizer.decode(previous, token);
+  for (size_t i = 0; i < piece.size(); ++i)
+    out += (i ? "," : "") + std::to_string(static_cast<unsigned char>(piece[i]));
+  return out + "]";
+}
+
+/// [{"token":ID,"bytes":[...],"logprob":X,"top":[{"token":ID,"bytes":[...],
+/// "logprob":X},...]},...]; step i follows tokens[i - 1] (the prompt's last
+/// token for the first).
+std::string jsonLogprobs(const std::vector<StepLogprobs> &steps, const std::vector<int32_t> &tokens,
+                         int32_t first, const Tokenizer *tokenizer) {
   std::string out = "[";
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepLogprobs &step = steps[i];
-    out += (i ? ",{\"token\":" : "{\"token\":") + std::to_string(step.token) +
-           ",\"logprob\":" + jsonLogprob(step.logprob) + ",\"top\":[";
+    const int32_t previous = i == 0 || i > tokens.size() ? first : tokens[i - 1];
+    auto entry = [&](int32_t token, float logprob) {
+      return "{\"token\":" + std::to_string(token) +
+             (tokenizer ? jsonBytes(*tokenizer, previous, token) : "") +
+             ",\"logprob\":" + jsonLogprob(logprob);
+    };
+    out += (i ? "," : "") + entry(step.token, step.logprob) + ",\"top\":[";
     for (size_t k = 0; k < step.top.size(); ++k)
-      out += (k ? ",{\"token\":" : "{\"token\":") + std::to_string(step.top[k].token) +
-             ",\"logprob\":" + jsonLogprob(step.top[k].logprob) + "}";
+      out += (k ? "," : "") + entry(step.top[k].token, step.top[k].logprob) + "}";
     out += "]}";
   }
   return out + "]";
@@ -56,8 +72,12 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
   out << "\"prompt_tokens\":" << jsonIds(result.promptTokens)
       << ",\"tokens\":" << jsonIds(result.tokens) << ",\"text\":" << jsonQuote(result.text)
       << ",\"stop_reason\":\"" << stopReasonName(result.stop) << "\"";
+  // What the first generated token follows (llama2.c's decode drops a
+  // leading space after BOS).
+  const int32_t first = result.promptTokens.empty() ? -1 : result.promptTokens.back();
   if (fields.logprobs)
-    out << ",\"logprobs\":" << jsonLogprobs(result.logprobs);
+    out << ",\"logprobs\":"
+        << jsonLogprobs(result.logprobs, result.tokens, first, fields.tokenizer);
   if (fields.beams)
     out << ",\"logprob\":" << result.logprob << ",\"score\":" << result.score;
   if (!result.sequences.empty()) {
@@ -70,7 +90,7 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
       if (fields.beams)
         out << ",\"logprob\":" << r.logprob << ",\"score\":" << r.score;
       if (fields.logprobs)
-        out << ",\"logprobs\":" << jsonLogprobs(r.logprobs);
+        out << ",\"logprobs\":" << jsonLogprobs(r.logprobs, r.tokens, first, fields.tokenizer);
       out << "}";
     }
     out << "]";

@@ -15,6 +15,9 @@ struct ResultJsonFields {
   uint64_t seed = 0;
   std::optional<size_t> promptIndex; ///< Batch output: the input line.
   bool beams = false;                ///< Each sequence's logprob and score.
+  /// Spells each logprobs entry's token as its exact bytes ("bytes", as
+  /// OpenAI's API has them: a token may hold part of a character).
+  const Tokenizer *tokenizer = nullptr;
 };
 
 /// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,

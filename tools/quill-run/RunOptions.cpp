@@ -267,6 +267,7 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       if (*n < 1)
         return Status::error("invalid " + arg + " " + *v + ": must be at least 1");
       (arg == "--bench-prompt" ? o.benchPrompt : o.benchDecode) = *n;
+      o.benchLengthsGiven = true;
     } else if (arg == "--batch-file") {
       QUILL_TRY(v, value());
       o.batchFile = *v;
@@ -350,6 +351,19 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
   if (Status s = checkCombinations(o, beams, beamsGiven, beamKnob); !s)
     return s;
   return o;
+}
+
+ErrorOr<std::pair<int32_t, int32_t>> benchLengths(const RunOptions &options, int32_t seqLen) {
+  if (options.benchLengthsGiven) {
+    if (int64_t(options.benchPrompt) + options.benchDecode > seqLen)
+      return Status::error("--bench-prompt " + std::to_string(options.benchPrompt) +
+                           " and --bench-decode " + std::to_string(options.benchDecode) +
+                           " do not fit the context of " + std::to_string(seqLen) + " positions");
+    return std::pair{options.benchPrompt, options.benchDecode};
+  }
+  // Short contexts shrink the default benchmark rather than fail it.
+  int32_t prompt = std::min(options.benchPrompt, std::max(1, seqLen / 2));
+  return std::pair{prompt, std::min(options.benchDecode, seqLen - prompt)};
 }
 
 } // namespace quill

@@ -30,6 +30,7 @@ struct RunOptions {
   bool bench = false;             ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;      ///< Prompt tokens timed by --bench.
   int32_t benchDecode = 128;      ///< Decode steps timed by --bench.
+  bool benchLengthsGiven = false; ///< --bench-prompt or --bench-decode given.
   std::string batchFile;          ///< Prompts to run together, one per line.
   /// Sequences in flight at once (--batch); with --bench, each one is a
   /// batched measurement. Empty: as many as the batch step has rows.
@@ -45,5 +46,10 @@ struct RunOptions {
 ErrorOr<RunOptions> parseRunOptions(int argc, char **argv);
 
 const char *runUsage();
+
+/// The prompt and decode lengths --bench times in a context of `seqLen`
+/// positions: the defaults shrink to fit a short context; lengths given
+/// that do not fit are an error.
+ErrorOr<std::pair<int32_t, int32_t>> benchLengths(const RunOptions &options, int32_t seqLen);
 
 } // namespace quill

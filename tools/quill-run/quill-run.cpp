@@ -13,8 +13,10 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -26,9 +28,20 @@ int fail(const std::string &message) {
   return 1;
 }
 
-} // namespace
+/// Set by the first SIGINT during generation, which then stops before the
+/// next token; a second SIGINT ends the process as usual.
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
-int main(int argc, char **argv) {
+extern "C" void onInterrupt(int) {
+  interrupted.store(true, std::memory_order_relaxed);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+/// The shell's code for a process ended by SIGINT: 128 + 2.
+constexpr int kInterruptedExitCode = 130;
+
+int runQuill(int argc, char **argv) {
   using namespace quill;
   auto parsed = parseRunOptions(argc, argv);
   if (!parsed)
@@ -93,10 +106,10 @@ int main(int argc, char **argv) {
   if (options.bench && !options.batchSizes.empty())
     return benchBatches(options, *artifact, *tokenizer, device, arena);
   if (options.bench) {
-    // Short contexts shrink the benchmark rather than fail it.
-    int32_t prompt = std::min(options.benchPrompt, std::max(1, config.seqLen / 2));
-    int32_t decode = std::min(options.benchDecode, config.seqLen - prompt);
-    auto report = benchmarkModel(device, config, arena, prompt, decode);
+    auto lengths = benchLengths(options, config.seqLen);
+    if (!lengths)
+      return fail(lengths.message());
+    auto report = benchmarkModel(device, config, arena, lengths->first, lengths->second);
     if (!report)
       return fail(report.message());
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
@@ -120,11 +133,14 @@ int main(int argc, char **argv) {
 
   Generator generator(device, *tokenizer, sampler, config);
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
+  request.interrupt = &interrupted;
+  std::signal(SIGINT, onInterrupt);
   auto stream = [&](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
   auto result = options.json ? generator.generate(request) : generator.generate(request, stream);
+  std::signal(SIGINT, SIG_DFL);
   if (!result)
     return fail(result.message());
 
@@ -134,6 +150,7 @@ int main(int argc, char **argv) {
     ResultJsonFields fields;
     fields.logprobs = options.sampling.logprobs;
     fields.seed = options.sampling.seed;
+    fields.tokenizer = &*tokenizer;
     std::fputs((resultJson(*result, fields) + "\n").c_str(), stdout);
   } else {
     std::fputc('\n', stdout);
@@ -141,5 +158,22 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
                  stopReasonName(result->stop), result->tokens.size(), prefillRate, decodeRate);
   }
-  return 0;
+  return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Memory runs out as exceptions (an allocation, a worker thread's stack
+  // under ulimit -v): one line, never an abort.
+  try {
+    return runQuill(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory: the address space (ulimit -v) or the machine's memory is too "
+                "small for the artifact's weights, KV cache and scratch");
+  } catch (const std::exception &e) {
+    return fail(std::string(e.what()) +
+                ": not enough memory (ulimit -v?) for the weights, the KV cache and the worker "
+                "threads' stacks (fewer --threads need less)");
+  }
 }

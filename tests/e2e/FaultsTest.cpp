@@ -1,0 +1,87 @@
+// Faults from outside: SIGINT during generation, and an address space
+// (ulimit -v) too small for the artifact. (A file-size limit during
+// quill-compile is in BadInputTest.)
+#include "TestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace quill::test {
+namespace {
+
+/// A long context (65,536 positions, 64 MiB of KV cache) of a tiny model:
+/// generation runs for seconds, long enough to interrupt.
+const std::string &longArtifact() {
+  static std::string path = compileSynthetic(llamaShape(64, 128, 2, 2, 2, 512, 65536), "long");
+  return path;
+}
+
+/// Starts quill-run FLAGS in the background, waits until FILE (its stdout
+/// or stderr) has output, sends SIGINT and prints the exit code.
+CommandResult interruptAfterOutput(const std::string &flags, const std::string &watched) {
+  std::string out = tempDir() + "/interrupted.out", err = tempDir() + "/interrupted.err";
+  std::string script = tempDir() + "/interrupt.sh";
+  std::ofstream(script) << quote(tool("quill-run")) << " " << quote(longArtifact()) << " " << flags
+                        << " > " << quote(out) << " 2> " << quote(err) << " &\n"
+                        << "pid=$!\n"
+                        << "for i in $(seq 400); do [ -s " << quote(watched == "out" ? out : err)
+                        << " ] && break; sleep 0.05; done\n"
+                        << "sleep 0.3; kill -INT $pid; wait $pid; echo $?\n";
+  CommandResult r = run("bash " + quote(script));
+  CommandResult result;
+  result.exitCode = std::atoi(r.out.c_str());
+  result.out = readFile(out);
+  result.err = readFile(err);
+  return result;
+}
+
+/// Never the end token (nor BOS, which ends llama2.c-style text): the run
+/// goes on until interrupted or the context ends.
+const char *kEndless = " -n 60000 --temp 1 --seed 3 --threads 1 --logit-bias 1=-inf "
+                       "--logit-bias 2=-inf";
+
+TEST(Faults, SigintStopsAtTheNextTokenAndPrintsTheText) {
+  ASSERT_FALSE(longArtifact().empty());
+  CommandResult r = interruptAfterOutput(kEndless, "out");
+  EXPECT_EQ(r.exitCode, 130) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  // One stop line: interrupted after some tokens, fewer than the budget.
+  EXPECT_EQ(r.err.rfind("[stop: interrupted after ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  int tokens = std::atoi(r.err.c_str() + std::strlen("[stop: interrupted after "));
+  EXPECT_GT(tokens, 0);
+  EXPECT_LT(tokens, 60000);
+}
+
+TEST(Faults, SigintEndsTheJsonWithStopReasonInterrupted) {
+  ASSERT_FALSE(longArtifact().empty());
+  // --verbose writes to stderr before generation starts: the signal comes
+  // while tokens are being generated.
+  CommandResult r = interruptAfterOutput(std::string(kEndless) + " --json --verbose", "err");
+  EXPECT_EQ(r.exitCode, 130) << r.err;
+  EXPECT_NE(r.out.find("\"stop_reason\":\"interrupted\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tokens\":[]"), std::string::npos) << "some tokens came first";
+  EXPECT_EQ(r.out.back(), '\n');
+}
+
+TEST(Faults, AnAddressSpaceTooSmallFailsInOneLine) {
+  ASSERT_FALSE(longArtifact().empty());
+  // The artifact file (weights and all, mapped) plus its 64 MiB KV cache.
+  const long needKiB = long(readFile(longArtifact()).size() / 1024) + 65536;
+  std::string command =
+      quote(tool("quill-run")) + " " + quote(longArtifact()) + " -n 8 --temp 0 --threads 1";
+  // Just above: the program itself takes a few MB more.
+  CommandResult enough = run("ulimit -v " + std::to_string(needKiB + 32 * 1024) + "; " + command);
+  EXPECT_EQ(enough.exitCode, 0) << enough.err;
+  EXPECT_NE(enough.err.find("[stop: length after 8 tokens"), std::string::npos) << enough.err;
+  for (long limit : {needKiB, needKiB / 2, 20 * 1024L}) {
+    CommandResult tight = run("ulimit -v " + std::to_string(limit) + "; " + command);
+    expectCleanFailure(tight, "memory");
+  }
+}
+
+} // namespace
+} // namespace quill::test

@@ -1,0 +1,247 @@
+// Artifacts edited as a broken tool would leave them: every section checksum
+// recomputed, so only the loader's own checks stand between an edit and an
+// out-of-bounds write. Each edit must be refused before the first step, in
+// one line, never run.
+#include "TestSupport.h"
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/device/CpuDevice.h"
+#include "runtime/support/ByteStream.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+namespace quill::test {
+namespace {
+
+/// The sections of an artifact file, read straight from its table.
+struct Section {
+  uint32_t kind;
+  std::vector<uint8_t> bytes;
+};
+
+std::vector<Section> readSections(const std::string &path) {
+  std::string file = readFile(path);
+  ArtifactHeader header;
+  std::memcpy(&header, file.data(), sizeof header);
+  std::vector<Section> sections;
+  for (uint32_t i = 0; i < header.sectionCount; ++i) {
+    SectionEntry e;
+    std::memcpy(&e, file.data() + header.sectionTableOffset + i * sizeof e, sizeof e);
+    const auto *begin = reinterpret_cast<const uint8_t *>(file.data()) + e.offset;
+    sections.push_back({e.kind, std::vector<uint8_t>(begin, begin + e.size)});
+  }
+  return sections;
+}
+
+/// Writes `sections` as a well-formed file: fresh offsets and checksums.
+std::string writeSections(const std::vector<Section> &sections, const std::string &name) {
+  ArtifactBuilder builder;
+  for (const Section &s : sections)
+    builder.addSection(static_cast<SectionKind>(s.kind), s.bytes);
+  std::string path = tempDir() + "/" + name + ".qm";
+  Status written = builder.write(path);
+  EXPECT_TRUE(written.isOk()) << written.message();
+  return path;
+}
+
+Section &sectionOf(std::vector<Section> &sections, SectionKind kind) {
+  for (Section &s : sections)
+    if (s.kind == static_cast<uint32_t>(kind))
+      return s;
+  ADD_FAILURE() << "no section of kind " << static_cast<uint32_t>(kind);
+  return sections.front();
+}
+
+/// Loads `path` and sets up the CPU device: the message of the first
+/// refusal, or "" when everything was accepted.
+std::string loadError(const std::string &path) {
+  auto artifact = Artifact::open(path);
+  if (!artifact)
+    return artifact.message();
+  tbb::task_arena arena(1);
+  auto device = CpuDevice::create(*artifact, arena);
+  return device ? "" : device.message();
+}
+
+/// A model with all three steps: decode, prefill chunks of 4, batch rows.
+const std::string &goodArtifact() {
+  static std::string path = compileSynthetic(llamaShape(64, 172, 2, 4, 2, 320, 32), "hostile",
+                                             "--prefill-chunk 4 --batch-rows 4 --kv-block-size 8");
+  return path;
+}
+
+/// A schedule section's schedule, edited and re-encoded.
+using ScheduleEdit = std::function<void(Schedule &)>;
+
+std::vector<uint8_t> editSchedule(SectionKind kind, const std::vector<uint8_t> &bytes,
+                                  const ScheduleEdit &edit) {
+  if (kind == SectionKind::BatchSchedule) {
+    auto batch = decodeBatchSchedule(bytes.data(), bytes.size());
+    EXPECT_TRUE(batch.isOk()) << batch.message();
+    edit(batch->schedule);
+    return encodeBatchSchedule(*batch);
+  }
+  auto schedule = decodeSchedule(bytes.data(), bytes.size());
+  EXPECT_TRUE(schedule.isOk()) << schedule.message();
+  edit(*schedule);
+  return encodeSchedule(*schedule);
+}
+
+Schedule scheduleIn(SectionKind kind, const std::vector<uint8_t> &bytes) {
+  Schedule copy;
+  editSchedule(kind, bytes, [&](Schedule &s) { copy = s; });
+  return copy;
+}
+
+const SectionKind kScheduleKinds[] = {SectionKind::Schedule, SectionKind::PrefillSchedule,
+                                      SectionKind::BatchSchedule};
+
+TEST(HostileArtifact, TheUneditedArtifactLoads) {
+  ASSERT_FALSE(goodArtifact().empty());
+  EXPECT_EQ(loadError(goodArtifact()), "");
+  // Rewritten without an edit, it still loads: the edits below are the
+  // only difference.
+  EXPECT_EQ(loadError(writeSections(readSections(goodArtifact()), "unedited")), "");
+}
+
+TEST(HostileArtifact, EveryWorkCountEditIsRefused) {
+  std::vector<Section> original = readSections(goodArtifact());
+  for (SectionKind kind : kScheduleKinds) {
+    const size_t count = scheduleIn(kind, sectionOf(original, kind).bytes).dispatches.size();
+    ASSERT_GT(count, 3u);
+    for (size_t i = 0; i < count; ++i)
+      for (int64_t delta : {1, 64}) {
+        std::vector<Section> sections = original;
+        Section &s = sectionOf(sections, kind);
+        s.bytes = editSchedule(kind, s.bytes,
+                               [&](Schedule &schedule) { schedule.dispatches[i].work += delta; });
+        std::string error = loadError(writeSections(sections, "work"));
+        EXPECT_NE(error.find("work count"), std::string::npos)
+            << "section " << int(kind) << " dispatch " << i << " +" << delta << ": " << error;
+      }
+  }
+}
+
+TEST(HostileArtifact, EveryBindingSizeAndSpaceEditIsRefused) {
+  std::vector<Section> original = readSections(goodArtifact());
+  for (SectionKind kind : kScheduleKinds) {
+    Schedule schedule = scheduleIn(kind, sectionOf(original, kind).bytes);
+    for (size_t i = 0; i < schedule.dispatches.size(); ++i)
+      for (size_t b = 0; b < schedule.dispatches[i].bindings.size(); ++b) {
+        // Smaller (the kernel still touches its whole range), or another
+        // space (a write into the read-only weights).
+        for (int variant = 0; variant < 2; ++variant) {
+          std::vector<Section> sections = original;
+          Section &s = sectionOf(sections, kind);
+          s.bytes = editSchedule(kind, s.bytes, [&](Schedule &edited) {
+            Binding &binding = edited.dispatches[i].bindings[b];
+            if (variant == 0)
+              binding.bytes -= 4;
+            else
+              binding.space = binding.space == MemorySpace::Weights ? MemorySpace::Scratch
+                                                                    : MemorySpace::Weights;
+          });
+          std::string error = loadError(writeSections(sections, "binding"));
+          EXPECT_NE(error, "") << "section " << int(kind) << " dispatch " << i << " binding " << b
+                               << " variant " << variant;
+        }
+      }
+  }
+}
+
+TEST(HostileArtifact, KernelIndicesAndWritesMasksAreChecked) {
+  std::vector<Section> original = readSections(goodArtifact());
+  std::vector<Section> sections = original;
+  Section &s = sectionOf(sections, SectionKind::Schedule);
+  s.bytes = editSchedule(SectionKind::Schedule, s.bytes, [](Schedule &schedule) {
+    schedule.dispatches[2].kernel = uint32_t(schedule.kernels.size());
+  });
+  EXPECT_NE(loadError(writeSections(sections, "kernel")).find("dispatch 2 is malformed"),
+            std::string::npos);
+  sections = original;
+  Section &w = sectionOf(sections, SectionKind::Schedule);
+  w.bytes = editSchedule(SectionKind::Schedule, w.bytes,
+                         [](Schedule &schedule) { schedule.dispatches[0].writes = 0; });
+  EXPECT_NE(loadError(writeSections(sections, "writes")).find("writes mask"), std::string::npos);
+}
+
+TEST(HostileArtifact, ConfigAndBatchLayoutMustMatchTheKernels) {
+  std::vector<Section> original = readSections(goodArtifact());
+  auto withConfig = [&](const std::function<void(ModelConfig &)> &edit) {
+    std::vector<Section> sections = original;
+    Section &s = sectionOf(sections, SectionKind::Config);
+    auto config = decodeConfig(s.bytes.data(), s.bytes.size());
+    EXPECT_TRUE(config.isOk());
+    edit(*config);
+    s.bytes = encodeConfig(*config);
+    return loadError(writeSections(sections, "config"));
+  };
+  // A longer context than the kernels' cache would put positions past its
+  // end,
+  // past the batch step's block tables, or (shorter) not the kernels' own.
+  EXPECT_NE(withConfig([](ModelConfig &c) { c.seqLen = 33; }), "");
+  std::string shorter = withConfig([](ModelConfig &c) { c.seqLen = 31; });
+  EXPECT_NE(shorter.find("context is 31, the kernels were compiled for 32"), std::string::npos)
+      << shorter;
+  // A smaller vocabulary: the logits no longer match (the schedule says so).
+  EXPECT_NE(withConfig([](ModelConfig &c) { c.vocabSize = 319; }), "");
+
+  auto withLayout = [&](const std::function<void(BatchLayout &)> &edit) {
+    std::vector<Section> sections = original;
+    Section &s = sectionOf(sections, SectionKind::BatchSchedule);
+    auto batch = decodeBatchSchedule(s.bytes.data(), s.bytes.size());
+    EXPECT_TRUE(batch.isOk());
+    edit(batch->layout);
+    s.bytes = encodeBatchSchedule(*batch);
+    return loadError(writeSections(sections, "layout"));
+  };
+  // Positions written where the kernels read token ids (and back).
+  EXPECT_NE(withLayout([](BatchLayout &l) { std::swap(l.tokens, l.positions); }), "");
+  EXPECT_NE(withLayout([](BatchLayout &l) { l.maxBlocks *= 2; }), "");
+  EXPECT_NE(withLayout([](BatchLayout &l) { l.tableWidth += 1; }), "");
+}
+
+TEST(HostileArtifact, UnknownAndRepeatedSectionsAreRefused) {
+  std::vector<Section> sections = readSections(goodArtifact());
+  sections.push_back({99, std::vector<uint8_t>(8, 0)});
+  EXPECT_NE(loadError(writeSections(sections, "unknown")).find("unknown kind 99"),
+            std::string::npos);
+  for (SectionKind kind : {SectionKind::Config, SectionKind::Schedule, SectionKind::Tokenizer,
+                           SectionKind::BatchSchedule}) {
+    sections = readSections(goodArtifact());
+    sections.push_back(sectionOf(sections, kind));
+    EXPECT_NE(loadError(writeSections(sections, "repeated")).find("repeats section kind"),
+              std::string::npos)
+        << int(kind);
+  }
+}
+
+TEST(HostileArtifact, RawBytesAreNeverEchoed) {
+  std::vector<Section> sections = readSections(goodArtifact());
+  Section &s = sectionOf(sections, SectionKind::Schedule);
+  s.bytes = editSchedule(SectionKind::Schedule, s.bytes,
+                         [](Schedule &schedule) { schedule.kernels[0] = "k\x1b[2J\xff"; });
+  std::string error = loadError(writeSections(sections, "name"));
+  EXPECT_NE(error.find("not a symbol name"), std::string::npos) << error;
+  for (char c : error)
+    EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "byte " << int(uint8_t(c)) << " in " << error;
+}
+
+TEST(HostileArtifact, QuillRunRefusesAnEditInOneLine) {
+  std::vector<Section> sections = readSections(goodArtifact());
+  Section &s = sectionOf(sections, SectionKind::Schedule);
+  s.bytes = editSchedule(SectionKind::Schedule, s.bytes,
+                         [](Schedule &schedule) { schedule.dispatches[3].work += 1; });
+  CommandResult r =
+      run(quote(tool("quill-run")) + " " + quote(writeSections(sections, "tool")) + " -n 4");
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_NE(r.err.find("dispatch 3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+} // namespace
+} // namespace quill::test
