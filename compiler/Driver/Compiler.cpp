@@ -75,7 +75,6 @@ ErrorOr<WeightEncodings> fileEncodings(const ModelSource &model, const PipelineO
   return encodings;
 }
 
-
 /// The batch layout's cache geometry, which the schedule does not carry.
 void completeBatchLayout(const CompileOptions &options, const ModelConfig &config,
                          ExtractedSchedule &extracted) {

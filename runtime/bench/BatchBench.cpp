@@ -52,9 +52,10 @@ ErrorOr<BatchStats> runBatch(Device &device, const ModelConfig &config, const To
 } // namespace
 
 ErrorOr<std::vector<BatchBenchReport>>
-benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tokenizer,
-                 tbb::task_arena &arena, const std::vector<int32_t> &batches, int32_t promptTokens,
-                 int32_t decodeTokens, uint64_t budgetBytes) {
+benchmarkBatches(Device &device, const ModelConfig &config, const Schedule &decode,
+                 const Tokenizer &tokenizer, tbb::task_arena &arena,
+                 const std::vector<int32_t> &batches, int32_t promptTokens, int32_t decodeTokens,
+                 uint64_t budgetBytes) {
   const BatchLayout *layout = device.batchLayout();
   if (!layout)
     return Status::error("the artifact has no batch step (compile it with --batch-rows N, N > 0)");
@@ -85,7 +86,7 @@ benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tok
     r.decodeTokensPerS = r.stepsPerS * b;
     r.overallTokensPerS = stats->seconds > 0 ? stats->generatedTokens / stats->seconds : 0;
     r.bandwidthGBs = bandwidth;
-    r.weightBytesPerStep = weightBytesPerToken(config);
+    r.weightBytesPerStep = weightBytesPerToken(decode, config.vocabSize);
     r.fractionOfBandwidth = r.weightBytesPerStep * r.stepsPerS / (bandwidth * 1e9);
     if (!reports.empty() && reports.front().decodeTokensPerS > 0)
       r.speedupOverFirst = r.decodeTokensPerS / reports.front().decodeTokensPerS;

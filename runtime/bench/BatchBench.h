@@ -32,9 +32,10 @@ struct BatchBenchReport {
 /// tokens each (end tokens ignored), through the batch scheduler over a paged
 /// cache of `budgetBytes` (0: the default). One warm-up run first.
 ErrorOr<std::vector<BatchBenchReport>>
-benchmarkBatches(Device &device, const ModelConfig &config, const Tokenizer &tokenizer,
-                 tbb::task_arena &arena, const std::vector<int32_t> &batches, int32_t promptTokens,
-                 int32_t decodeTokens, uint64_t budgetBytes);
+benchmarkBatches(Device &device, const ModelConfig &config, const Schedule &decode,
+                 const Tokenizer &tokenizer, tbb::task_arena &arena,
+                 const std::vector<int32_t> &batches, int32_t promptTokens, int32_t decodeTokens,
+                 uint64_t budgetBytes);
 
 std::string batchReportsText(const std::vector<BatchBenchReport> &reports);
 std::string batchReportsJson(const std::vector<BatchBenchReport> &reports);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -26,9 +27,35 @@ int32_t argmax(const float *logits, int32_t n) {
 }
 } // namespace
 
-double weightBytesPerToken(const ModelConfig &c) {
-  double norms = (2.0 * c.nLayers + 1) * c.dim;
-  return (matrixWeights(c) + norms + c.dim) * sizeof(float);
+double weightBytesPerToken(const Schedule &decode, int32_t vocab) {
+  // Weight ranges by offset -> end; the embedding's table apart.
+  std::map<uint64_t, uint64_t> ranges;
+  std::vector<Binding> tables;
+  for (const Dispatch &d : decode.dispatches) {
+    const bool embedding = decode.kernels[d.kernel].rfind("embedding", 0) == 0;
+    for (const Binding &b : d.bindings) {
+      if (b.space != MemorySpace::Weights)
+        continue;
+      if (embedding)
+        tables.push_back(b);
+      else
+        ranges[b.offset] = std::max(ranges[b.offset], b.offset + b.bytes);
+    }
+  }
+  double bytes = 0;
+  uint64_t covered = 0; // Ranges may overlap (a slice of a packed weight).
+  for (auto [offset, end] : ranges) {
+    const uint64_t begin = std::max(offset, covered);
+    if (end > begin)
+      bytes += double(end - begin);
+    covered = std::max(covered, end);
+  }
+  for (const Binding &table : tables) {
+    auto it = ranges.find(table.offset);
+    if (it == ranges.end() || it->second < table.offset + table.bytes)
+      bytes += double(table.bytes) / std::max(vocab, 1);
+  }
+  return bytes;
 }
 
 double flopsPerToken(const ModelConfig &c, double context) {
@@ -38,8 +65,8 @@ double flopsPerToken(const ModelConfig &c, double context) {
 }
 
 ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &config,
-                                         tbb::task_arena &arena, int promptTokens,
-                                         int decodeTokens) {
+                                         const Schedule &decode, tbb::task_arena &arena,
+                                         int promptTokens, int decodeTokens) {
   if (promptTokens < 1 || decodeTokens < 1)
     return Status::error("the benchmark needs at least one prompt and one decode token");
   if (promptTokens + decodeTokens > config.seqLen)
@@ -87,7 +114,7 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
     r.bandwidthGBs = measureReadBandwidth(arena);
     r.fmaGFlops = measureFmaPeak(arena);
   }
-  r.weightBytesPerToken = weightBytesPerToken(config);
+  r.weightBytesPerToken = weightBytesPerToken(decode, config.vocabSize);
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
   if (r.bandwidthGBs > 0)
     r.decodeFractionOfBandwidth =

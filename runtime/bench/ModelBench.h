@@ -2,6 +2,7 @@
 // set against the machine's measured ceilings.
 #pragma once
 
+#include "runtime/artifact/ArtifactFormat.h"
 #include "runtime/artifact/ModelConfig.h"
 #include "runtime/device/Device.h"
 #include "runtime/support/Error.h"
@@ -34,12 +35,15 @@ struct ModelBenchReport {
 /// also faults the mapped weights in); then probes the machine's bandwidth
 /// and FMA peak on the same arena.
 ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &config,
-                                         tbb::task_arena &arena, int promptTokens,
-                                         int decodeTokens);
+                                         const Schedule &decode, tbb::task_arena &arena,
+                                         int promptTokens, int decodeTokens);
 
-/// Bytes of weights one decode step reads: every matrix, the norms, the
-/// classifier, and one embedding row.
-double weightBytesPerToken(const ModelConfig &config);
+/// Bytes of weights the decode schedule `decode` reads per step, in the
+/// encodings the artifact stores them in: every weight range a dispatch
+/// binds, counted once, except that an embedding kernel's table (of
+/// `vocab` rows) counts one row unless another kernel reads it whole (a
+/// shared classifier).
+double weightBytesPerToken(const Schedule &decode, int32_t vocab);
 /// FLOPs of one token through the matrices (2 per weight) plus attention
 /// over `context` cached positions.
 double flopsPerToken(const ModelConfig &config, double context);

@@ -211,8 +211,8 @@ int benchBatches(const RunOptions &options, const Artifact &artifact, const Toke
   if (!lengths)
     return fail(lengths.message());
   auto reports =
-      benchmarkBatches(device, config, tokenizer, arena, options.batchSizes, lengths->first,
-                       lengths->second, uint64_t(options.kvBudgetMB) << 20);
+      benchmarkBatches(device, config, artifact.schedule(), tokenizer, arena, options.batchSizes,
+                       lengths->first, lengths->second, uint64_t(options.kvBudgetMB) << 20);
   if (!reports)
     return fail(reports.message());
   std::string text = options.json ? batchReportsJson(*reports) : batchReportsText(*reports);

@@ -109,7 +109,8 @@ int runQuill(int argc, char **argv) {
     auto lengths = benchLengths(options, config.seqLen);
     if (!lengths)
       return fail(lengths.message());
-    auto report = benchmarkModel(device, config, arena, lengths->first, lengths->second);
+    auto report = benchmarkModel(device, config, artifact->schedule(), arena, lengths->first,
+                                 lengths->second);
     if (!report)
       return fail(report.message());
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);

@@ -212,6 +212,17 @@ Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFo
   });
 }
 
+Value decodedRows(OpBuilder &b, Location loc, Value weight, Value firstRow, Value init) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  Value storage = weightStorage(weight);
+  return buildElementwise(
+      b, loc, ValueRange{}, init, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value row = arith::AddIOp::create(nb, l, firstRow, linalg::IndexOp::create(nb, l, 0));
+        return decodeWeightElement(nb, l, storage, weightType, row,
+                                   linalg::IndexOp::create(nb, l, 1));
+      });
+}
+
 Value decodedRow(OpBuilder &b, Location loc, Value weight, Value row, OpFoldResult first,
                  Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());

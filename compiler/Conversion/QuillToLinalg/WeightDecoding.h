@@ -33,6 +33,10 @@ Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
 Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
                      OpFoldResult rows, Value liveRows, Value init);
 
+/// Rows [firstRow, firstRow + n) of `weight` decoded to f32, into `init`
+/// ([n, columns]).
+Value decodedRows(OpBuilder &b, Location loc, Value weight, Value firstRow, Value init);
+
 /// Elements [first, first + count) of the decoded row `row` of `weight`,
 /// into `init` ([count]).
 Value decodedRow(OpBuilder &b, Location loc, Value weight, Value row, OpFoldResult first,

@@ -3,6 +3,9 @@
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
@@ -13,6 +16,7 @@ namespace mlir::quill {
 namespace {
 constexpr int64_t kRowBlock = 8;       ///< Weight rows a matvec streams together.
 constexpr int64_t kDecodeRowBlock = 4; ///< Encoded rows a matvec decodes together.
+constexpr int64_t kDecodedRows = 32;   ///< Encoded rows a matmul decodes at a time.
 } // namespace
 
 CpuKernelBuilder::CpuKernelBuilder(CpuKernelOptions options) : options_(options) {}
@@ -84,14 +88,20 @@ Value CpuKernelBuilder::decodingMatVecRows(OpBuilder &b, Location loc, Value wei
       });
 }
 
-Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
-                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
-                                   Value init) const {
+bool CpuKernelBuilder::fitsMatMulTile(Value weight, Value input) const {
   const MatMulTile tile = matMulTile();
   const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
-  if (width % tile.lanes != 0 || tokens % tile.tokens != 0)
+  return width % tile.lanes == 0 && tokens % tile.tokens == 0;
+}
+
+Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                   Value init) const {
+  if (!fitsMatMulTile(weight, input))
     return KernelBuilder::matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+  const MatMulTile tile = matMulTile();
+  const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   OpFoldResult blocks = divIndex(b, loc, rows, tile.rows);
   OpFoldResult blocked = mulIndex(b, loc, blocks, tile.rows);
   Value tokenBlocks = arith::ConstantIndexOp::create(b, loc, tokens / tile.tokens);
@@ -121,6 +131,47 @@ Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Val
   Value tail = KernelBuilder::matMulRows(b, loc, weight, input, addIndex(b, loc, firstRow, blocked),
                                          tailRows, liveRows, tailOut);
   return tensor::InsertSliceOp::create(b, loc, tail, result, offsets, sizes, strides);
+}
+
+Value CpuKernelBuilder::decodingMatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                           OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                           Value init) const {
+  if (!fitsMatMulTile(weight, input))
+    return KernelBuilder::decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+  const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  // Weight rows decoded kDecodedRows at a time into a stack buffer, once
+  // for all T token rows, then multiplied by the f32 register tiles: the
+  // decoding costs a T-th of what decoding each weight per token would.
+  const int64_t chunk = kDecodedRows;
+  Value buffer = scratchSlice(b, loc, {chunk, width},
+                              {b.getIndexAttr(chunk), b.getIndexAttr(width)}, std::nullopt);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
+  Value count = getValueOrCreateConstantIndexOp(b, loc, rows);
+  Value first = getValueOrCreateConstantIndexOp(b, loc, firstRow);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, step, ValueRange{init, buffer},
+      [&](OpBuilder &nb, Location l, Value at, ValueRange carried) {
+        Value n = arith::MinUIOp::create(nb, l, step, arith::SubIOp::create(nb, l, count, at));
+        SmallVector<OpFoldResult> origin = {nb.getIndexAttr(0), nb.getIndexAttr(0)};
+        SmallVector<OpFoldResult> ones = {nb.getIndexAttr(1), nb.getIndexAttr(1)};
+        SmallVector<OpFoldResult> rowSizes = {n, nb.getIndexAttr(width)};
+        Value rowsOf = tensor::ExtractSliceOp::create(nb, l, carried[1], origin, rowSizes, ones);
+        Value decoded = decodedRows(nb, l, weight, arith::AddIOp::create(nb, l, first, at), rowsOf);
+        Value chunkRows =
+            tensor::InsertSliceOp::create(nb, l, decoded, carried[1], origin, rowSizes, ones);
+        SmallVector<OpFoldResult> outOffsets = {nb.getIndexAttr(0), at};
+        SmallVector<OpFoldResult> outSizes = {nb.getIndexAttr(tokens), n};
+        Value outPart =
+            tensor::ExtractSliceOp::create(nb, l, carried[0], outOffsets, outSizes, ones);
+        Value product =
+            matMulRows(nb, l, chunkRows, input, nb.getIndexAttr(0), n, liveRows, outPart);
+        Value out =
+            tensor::InsertSliceOp::create(nb, l, product, carried[0], outOffsets, outSizes, ones);
+        scf::YieldOp::create(nb, l, ValueRange{out, chunkRows});
+      });
+  return loop.getResult(0);
 }
 
 Value CpuKernelBuilder::attentionScores(OpBuilder &b, Location loc, Value query, Value keys,

@@ -32,6 +32,9 @@ public:
                    OpFoldResult rows, Value liveRows, Value init) const override;
   Value decodingMatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                            OpFoldResult firstRow, OpFoldResult rows, Value init) const override;
+  Value decodingMatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                           OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                           Value init) const override;
   Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
@@ -40,6 +43,9 @@ public:
   /// The matmul tile for this vector width: as many accumulators as leave
   /// registers for the loads (AVX-512's 32 registers: 2 x 8; AVX2's 16: 2 x 4).
   MatMulTile matMulTile() const;
+  /// Whether X[T, K] @ W^T fits whole register tiles (K in vectors, T in
+  /// token tiles).
+  bool fitsMatMulTile(Value weight, Value input) const;
 
 private:
   CpuKernelOptions options_;

@@ -1,9 +1,10 @@
 // The CPU's matrix-vector products over encoded weights, decoding in
 // registers: each step loads one block of every row of a row block (32
 // int8 values and an fp16 scale for Q8_0; 16 bytes of nibbles for Q4_0; a
-// vector of f16 or bf16), widens it to f32 lanes and accumulates
-// scale * (q . x) into that row's vector of partial sums. Only the stored
-// bytes cross the memory bus.
+// K-quant super-block of 256, its 6-bit or int8 sub-block scales read as
+// scalars; a vector of f16 or bf16), widens it to f32 lanes and
+// accumulates scale * (q . x) into that row's vector of partial sums. Only
+// the stored bytes cross the memory bus.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
@@ -11,6 +12,8 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -47,13 +50,120 @@ struct RowDecoder {
                                                  ArrayRef<int64_t>{lanes}, ArrayRef<int64_t>{1});
   }
 
-  /// The fp16 scale at byte `offset` of `row`, broadcast to the lanes.
-  Value scale(Value row, Value offset) {
+  /// The fp16 value at byte `offset` of `row`, as an f32 scalar.
+  Value halfAt(Value row, Value offset) {
     Value bytes = read(storage, ValueRange{row, offset}, 2, b.getI8Type());
     Value half = vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getF16Type()), bytes);
     Value f = arith::ExtFOp::create(b, loc, f32s(1), half);
-    Value scalar = vector::ExtractOp::create(b, loc, f, ArrayRef<int64_t>{0});
-    return vector::BroadcastOp::create(b, loc, f32s(lanes), scalar);
+    return vector::ExtractOp::create(b, loc, f, ArrayRef<int64_t>{0});
+  }
+  Value splat(Value scalar) { return vector::BroadcastOp::create(b, loc, f32s(lanes), scalar); }
+  /// The fp16 scale at byte `offset` of `row`, broadcast to the lanes.
+  Value scale(Value row, Value offset) { return splat(halfAt(row, offset)); }
+  /// The byte at `offset` of `row` as an i32, zero- or sign-extended.
+  Value byteAt(Value row, Value offset, bool isSigned = false) {
+    Value v = tensor::ExtractOp::create(b, loc, storage, ValueRange{row, offset});
+    if (isSigned)
+      return arith::ExtSIOp::create(b, loc, b.getI32Type(), v);
+    return arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
+  Value bytes(int64_t v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({32}, b.getI8Type()), int8_t(v)));
+  }
+  Value fscalar(Value i32Value) {
+    return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32Value);
+  }
+
+  /// acc + scale * (q . x[column : column + 32]) - offset * sum(x[...]),
+  /// q 32 small integers (i8 lanes); `offset` may be null.
+  Value subBlock(Value q, Value column, Value scaleValue, Value offsetValue, Value acc) {
+    Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
+    Value dot, xsum;
+    for (int64_t part = 0; part < 32 / lanes; ++part) {
+      Value x = xAt(at(column, part * lanes));
+      Value w = slice(qf, part * lanes);
+      dot = dot ? fma(w, x, dot) : mul(w, x);
+      if (offsetValue)
+        xsum = xsum ? arith::AddFOp::create(b, loc, xsum, x, fastMath).getResult() : x;
+    }
+    acc = fma(splat(scaleValue), dot, acc);
+    if (offsetValue)
+      acc = fma(splat(arith::NegFOp::create(b, loc, offsetValue)), xsum, acc);
+    return acc;
+  }
+
+  /// Q4_K: 8 sub-blocks of 32, each d * scale * q - dmin * min.
+  Value q4_K(Value row, Value block, Value acc) {
+    Value base = arith::MulIOp::create(b, loc, block, index(144));
+    Value column0 = arith::MulIOp::create(b, loc, block, index(256));
+    Value d = halfAt(row, base), dmin = halfAt(row, at(base, 2));
+    // The 6-bit scale and min of sub-block s (ggml's get_scale_min_k4);
+    // s is known here, so is its branch.
+    auto scaleMin = [&](int64_t s) -> std::pair<Value, Value> {
+      auto sc = [&](int64_t i) { return byteAt(row, at(base, 4 + i)); };
+      auto andI = [&](Value v, int64_t m) { return arith::AndIOp::create(b, loc, v, i32(m)); };
+      auto shr = [&](Value v, int64_t n) { return arith::ShRUIOp::create(b, loc, v, i32(n)); };
+      auto shl = [&](Value v, int64_t n) { return arith::ShLIOp::create(b, loc, v, i32(n)); };
+      auto orI = [&](Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); };
+      if (s < 4)
+        return {andI(sc(s), 63), andI(sc(s + 4), 63)};
+      return {orI(andI(sc(s + 4), 15), shl(shr(sc(s - 4), 6), 4)),
+              orI(shr(sc(s + 4), 4), shl(shr(sc(s), 6), 4))};
+    };
+    for (int64_t chunk = 0; chunk < 4; ++chunk) {
+      Value packed = read(storage, ValueRange{row, at(base, 16 + 32 * chunk)}, 32, b.getI8Type());
+      Value nibbles[2] = {arith::AndIOp::create(b, loc, packed, bytes(15)),
+                          arith::ShRUIOp::create(b, loc, packed, bytes(4))};
+      for (int64_t high = 0; high < 2; ++high) {
+        auto [sc, m] = scaleMin(2 * chunk + high);
+        Value column = at(column0, 64 * chunk + 32 * high);
+        acc = subBlock(nibbles[high], column, arith::MulFOp::create(b, loc, d, fscalar(sc)),
+                       arith::MulFOp::create(b, loc, dmin, fscalar(m)), acc);
+      }
+    }
+    return acc;
+  }
+
+  /// Q6_K: 16 sub-blocks of 16, each d * scale * (q - 32), q's low 4 bits
+  /// in ql and high 2 in qh.
+  Value q6_K(Value row, Value block, Value acc) {
+    Value base = arith::MulIOp::create(b, loc, block, index(210));
+    Value column0 = arith::MulIOp::create(b, loc, block, index(256));
+    Value d = halfAt(row, at(base, 208));
+    auto readBytes = [&](int64_t offset) {
+      return read(storage, ValueRange{row, at(base, offset)}, 32, b.getI8Type());
+    };
+    auto andB = [&](Value v, int64_t m) -> Value {
+      return arith::AndIOp::create(b, loc, v, bytes(m));
+    };
+    auto shrB = [&](Value v, int64_t n) -> Value {
+      return arith::ShRUIOp::create(b, loc, v, bytes(n));
+    };
+    auto shlB = [&](Value v, int64_t n) -> Value {
+      return arith::ShLIOp::create(b, loc, v, bytes(n));
+    };
+    for (int64_t half = 0; half < 2; ++half) {
+      Value ql[2] = {readBytes(64 * half), readBytes(64 * half + 32)};
+      Value qh = readBytes(128 + 32 * half);
+      for (int64_t quarter = 0; quarter < 4; ++quarter) {
+        // Quarters 0, 1: low nibbles of ql[0], ql[1]; 2, 3: their high ones.
+        Value low = quarter < 2 ? andB(ql[quarter % 2], 15) : shrB(ql[quarter % 2], 4);
+        Value top = shlB(andB(shrB(qh, 2 * quarter), 3), 4);
+        Value q = arith::SubIOp::create(b, loc, arith::OrIOp::create(b, loc, low, top), bytes(32));
+        Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
+        Value column = at(column0, 128 * half + 32 * quarter);
+        // Sub-blocks of 16 weights with their own scale.
+        for (int64_t part = 0; part < 32 / lanes; ++part) {
+          int64_t group = part * lanes / 16;
+          Value sc = byteAt(row, at(base, 192 + 8 * half + group + 2 * quarter), true);
+          Value dot = mul(slice(qf, part * lanes), xAt(at(column, part * lanes)));
+          acc = fma(splat(arith::MulFOp::create(b, loc, d, fscalar(sc))), dot, acc);
+        }
+      }
+    }
+    return acc;
   }
 
   /// sum over the 32 weights of block `block`: d * q * x, q as f32 lanes.
@@ -78,15 +188,15 @@ struct RowDecoder {
   Value q4_0(Value row, Value block, Value acc) {
     Value base = arith::MulIOp::create(b, loc, block, index(18));
     Value packed = read(storage, ValueRange{row, at(base, 2)}, 16, b.getI8Type());
-    auto bytes = VectorType::get({16}, b.getI8Type());
-    auto splat = [&](int64_t v) {
-      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(bytes, int8_t(v)));
+    auto byteType = VectorType::get({16}, b.getI8Type());
+    auto nibbleSplat = [&](int64_t v) {
+      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(byteType, int8_t(v)));
     };
     // Weights 0-15 the low nibbles, 16-31 the high ones, each minus 8.
-    Value low =
-        arith::SubIOp::create(b, loc, arith::AndIOp::create(b, loc, packed, splat(15)), splat(8));
-    Value high =
-        arith::SubIOp::create(b, loc, arith::ShRUIOp::create(b, loc, packed, splat(4)), splat(8));
+    Value low = arith::SubIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, packed, nibbleSplat(15)), nibbleSplat(8));
+    Value high = arith::SubIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, packed, nibbleSplat(4)), nibbleSplat(8));
     Value q =
         vector::ShuffleOp::create(b, loc, low, high, llvm::to_vector(llvm::seq<int64_t>(0, 32)));
     Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
@@ -101,6 +211,23 @@ struct RowDecoder {
   }
 };
 
+/// Prefetches, for each row of the block, the same step of the row
+/// `rowBlock` further on (clamped to the last row).
+void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
+                      int64_t rowBlock, Value step, int64_t stepElements) {
+  const int64_t lastRow = cast<MemRefType>(storage.getType()).getDimSize(0) - 1;
+  Value last = arith::ConstantIndexOp::create(b, loc, lastRow);
+  Value column =
+      arith::MulIOp::create(b, loc, step, arith::ConstantIndexOp::create(b, loc, stepElements));
+  for (Value row : rows) {
+    Value ahead =
+        arith::AddIOp::create(b, loc, row, arith::ConstantIndexOp::create(b, loc, rowBlock));
+    ahead = arith::MinUIOp::create(b, loc, ahead, last);
+    memref::PrefetchOp::create(b, loc, storage, ValueRange{ahead, column}, /*isWrite=*/false,
+                               /*localityHint=*/3, /*isDataCache=*/true);
+  }
+}
+
 } // namespace
 
 Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
@@ -112,6 +239,12 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
   const bool plain = !format.isBlockQuantized();
   const int64_t steps = plain ? width / vectorWidth : width / format.blockElements;
   RowDecoder decoder{b, loc, weightStorage(weight), input, vectorWidth, reductionFastMath(b)};
+  // The rows' bytes, to prefetch the next block of rows: rows of a few
+  // hundred bytes are streams too short for the hardware prefetcher.
+  Value storageMemref;
+  if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
+    storageMemref = toTensor.getBuffer();
+  const int64_t stepBytes = plain ? vectorWidth : format.blockBytes; // In storage elements.
   Value zero = decoder.index(0), one = decoder.index(1);
   Value zeros =
       arith::ConstantOp::create(b, loc, DenseElementsAttr::get(decoder.f32s(vectorWidth), 0.0f));
@@ -127,12 +260,18 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
         auto columns = scf::ForOp::create(
             nb, l, zero, decoder.index(steps), one, accInit,
             [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
+              if (storageMemref)
+                prefetchNextRows(ib, il, storageMemref, rowIndex, rowBlock, step, stepBytes);
               SmallVector<Value> next;
               for (int64_t r = 0; r < rowBlock; ++r) {
                 if (isa<Q8_0Type>(element))
                   next.push_back(decoder.q8_0(rowIndex[r], step, acc[r]));
                 else if (isa<Q4_0Type>(element))
                   next.push_back(decoder.q4_0(rowIndex[r], step, acc[r]));
+                else if (isa<Q4_KType>(element))
+                  next.push_back(decoder.q4_K(rowIndex[r], step, acc[r]));
+                else if (isa<Q6_KType>(element))
+                  next.push_back(decoder.q6_K(rowIndex[r], step, acc[r]));
                 else
                   next.push_back(decoder.halves(rowIndex[r], step, element, acc[r]));
               }
@@ -158,6 +297,8 @@ bool decodesInRegisters(Type weightType, int64_t vectorWidth) {
   const int64_t width = type.getDimSize(1);
   if (isa<Q8_0Type, Q4_0Type>(element))
     return 32 % vectorWidth == 0 && width % 32 == 0;
+  if (isa<Q4_KType, Q6_KType>(element))
+    return 16 % vectorWidth == 0 && width % 256 == 0;
   return (element.isF16() || element.isBF16()) && width % vectorWidth == 0;
 }
 
