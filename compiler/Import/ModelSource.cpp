@@ -198,6 +198,20 @@ void describeModel(const ModelSource &model, const std::string &tokenizerOverrid
       out << "  (rows un-permuted from rotate-half)";
     out << "\n";
   }
+  // What the artifact stores (matrices in their encoding, vectors in f32)
+  // and what one decode step reads of it: one embedding row, unless the
+  // classifier shares the table.
+  uint64_t stored = 0, perToken = 0;
+  for (const ImportedTensor &t : model.tensors()) {
+    uint64_t bytes = t.shape.size() == 2
+                         ? dtypeBytes(t.dtype, uint64_t(t.numElements())).value_or(0)
+                         : uint64_t(t.numElements()) * sizeof(float);
+    stored += bytes;
+    bool embeddingRow = t.name == "tok_embeddings" && !c.sharedClassifier;
+    perToken += embeddingRow ? bytes / uint64_t(std::max<int64_t>(t.shape.front(), 1)) : bytes;
+  }
+  out << "weights:      " << stored << " bytes as the artifact stores them (matrices in their "
+      << "encoding, vectors in f32); a decode step reads " << perToken << " bytes per token\n";
 }
 
 } // namespace quill

@@ -204,6 +204,34 @@ INSTANTIATE_TEST_SUITE_P(
                       Scheme{"q4_0", q4_0Types}, Scheme{"q4_k_m", q4_KMTypes}),
     [](const auto &info) { return std::string(info.param.flag); });
 
+TEST(FileEncodings, InfoSaysEachTypeAndTheBytesPerToken) {
+  // Q8_0 matrices (34 bytes per 32 weights), F32 norms, a separate
+  // classifier: a token reads every matrix but one embedding row.
+  ModelConfig c = quantConfig(false);
+  TensorMap values = syntheticTensors(c, 37, [](float x) { return x; });
+  TensorMap stored;
+  std::string model = tempDir() + "/info-q8_0.gguf";
+  writeBytes(model, llamaGgufBytes(c, values, "Q8_0", 3, &stored));
+  CommandResult r = run(quote(tool("quill-compile")) + " --info " + quote(model));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // The line naming a tensor ends with its type and shape.
+  auto lineOf = [&](const std::string &name) {
+    size_t at = r.out.find(" " + name + " ");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  EXPECT_NE(lineOf("blk.0.attn_q.weight").find(" Q8_0  256x256"), std::string::npos) << r.out;
+  EXPECT_NE(lineOf("blk.0.attn_norm.weight").find(" F32  256"), std::string::npos) << r.out;
+  const uint64_t kv = uint64_t(c.dim) / c.nHeads * c.nKvHeads;
+  const uint64_t layerWeights =
+      2 * uint64_t(c.dim) * c.dim + 2 * kv * c.dim + 3 * uint64_t(c.dim) * c.hiddenDim;
+  const uint64_t matrices = c.nLayers * layerWeights + uint64_t(c.vocabSize) * c.dim; // + output
+  const uint64_t norms = (2 * uint64_t(c.nLayers) + 1) * c.dim * 4;
+  const uint64_t perToken = matrices / 32 * 34 + norms + uint64_t(c.dim) / 32 * 34;
+  EXPECT_NE(r.out.find("a decode step reads " + std::to_string(perToken) + " bytes per token"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(QuantizeSchemes, BlocksAreNotQuantizedAgain) {
   ModelConfig c = quantConfig(false);
   TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
