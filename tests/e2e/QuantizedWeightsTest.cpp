@@ -232,6 +232,41 @@ TEST(FileEncodings, InfoSaysEachTypeAndTheBytesPerToken) {
       << r.out;
 }
 
+/// Greedy tokens from BOS (token 1) through `artifact`'s decode step.
+std::vector<int> greedyTokens(const std::string &artifact, int count) {
+  LoadedArtifact loaded = load(artifact, 2);
+  std::vector<int> tokens;
+  if (!loaded.device)
+    return tokens;
+  const int vocab = loaded.artifact->config().vocabSize;
+  int token = 1;
+  for (int pos = 0; pos < count; ++pos) {
+    loaded.device->step(token, pos);
+    const float *logits = loaded.device->logits();
+    token = int(std::max_element(logits, logits + vocab) - logits);
+    tokens.push_back(token);
+  }
+  return tokens;
+}
+
+TEST(QuantizeSchemes, Stories260KInQ8_0FollowsFp32GreedyForAtLeast50Tokens) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  std::string tok = sharedModel("stories260K/tok512.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string fp32 = compileArtifact(model, tok, "s260k-f32");
+  std::string q8 = compileArtifact(model, tok, "s260k-q8_0", "--quantize q8_0");
+  ASSERT_FALSE(fp32.empty() || q8.empty());
+  std::vector<int> a = greedyTokens(fp32, 120), b = greedyTokens(q8, 120);
+  ASSERT_EQ(a.size(), 120u);
+  ASSERT_EQ(b.size(), 120u);
+  size_t agree = 0;
+  while (agree < a.size() && a[agree] == b[agree])
+    ++agree;
+  ::testing::Test::RecordProperty("greedy_tokens_agreeing", int(agree));
+  EXPECT_GE(agree, 50u) << "Q8_0 leaves fp32's greedy path at token " << agree;
+}
+
 TEST(QuantizeSchemes, BlocksAreNotQuantizedAgain) {
   ModelConfig c = quantConfig(false);
   TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
