@@ -41,9 +41,11 @@ void logSoftmax(const float *logits, int32_t vocab, std::vector<double> &out) {
   double sum = 0;
   for (int32_t i = 0; i < vocab; ++i)
     sum += std::exp(double(logits[i]) - max);
-  const double logSum = max + std::log(sum);
+  // (x - max) - log(sum), not x - (max + log(sum)): the latter loses the
+  // log when max is large.
+  const double logSum = std::log(sum);
   for (int32_t i = 0; i < vocab; ++i)
-    out[i] = double(logits[i]) - logSum;
+    out[i] = (double(logits[i]) - max) - logSum;
 }
 
 double klDivergence(const std::vector<double> &logP, const std::vector<double> &logQ) {

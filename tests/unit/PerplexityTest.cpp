@@ -154,7 +154,7 @@ TEST(Perplexity, LogSoftmaxIsStableForHugeLogits) {
   logSoftmax(logits.data(), 3, out);
   EXPECT_NEAR(out[0], -std::log(2.0), 1e-12);
   EXPECT_NEAR(out[1], -std::log(2.0), 1e-12);
-  EXPECT_DOUBLE_EQ(out[2], double(logits[2]) - double(logits[0]) - std::log(2.0));
+  EXPECT_DOUBLE_EQ(out[2], (double(logits[2]) - double(logits[0])) - std::log(2.0));
   EXPECT_EQ(klDivergence(out, out), 0.0);
 }
 
