@@ -25,8 +25,8 @@ ErrorOr<KernelLibrary> KernelLibrary::load(const uint8_t *elf, size_t size,
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   KernelLibrary library;
+  library.fd_ = fd;
   library.handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);
   if (!library.handle_) {
     const char *why = dlerror();
     return Status::error(name +
@@ -39,8 +39,12 @@ KernelLibrary &KernelLibrary::operator=(KernelLibrary &&other) noexcept {
   if (this != &other) {
     if (handle_)
       dlclose(handle_);
+    if (fd_ >= 0)
+      ::close(fd_);
     handle_ = other.handle_;
+    fd_ = other.fd_;
     other.handle_ = nullptr;
+    other.fd_ = -1;
   }
   return *this;
 }
@@ -48,6 +52,8 @@ KernelLibrary &KernelLibrary::operator=(KernelLibrary &&other) noexcept {
 KernelLibrary::~KernelLibrary() {
   if (handle_)
     dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
 ErrorOr<KernelFn> KernelLibrary::lookup(const std::string &symbol) const {

@@ -17,8 +17,9 @@ using KernelFn = void (*)(void *const *bindings, int64_t token, int64_t pos, int
 class KernelLibrary {
 public:
   static ErrorOr<KernelLibrary> load(const uint8_t *elf, size_t size, const std::string &name);
-  KernelLibrary(KernelLibrary &&other) noexcept : handle_(other.handle_) {
+  KernelLibrary(KernelLibrary &&other) noexcept : handle_(other.handle_), fd_(other.fd_) {
     other.handle_ = nullptr;
+    other.fd_ = -1;
   }
   KernelLibrary &operator=(KernelLibrary &&other) noexcept;
   KernelLibrary(const KernelLibrary &) = delete;
@@ -32,6 +33,10 @@ public:
 private:
   KernelLibrary() = default;
   void *handle_ = nullptr;
+  /// The in-memory file, open while the library is loaded: the loader knows
+  /// a library by its path, /proc/self/fd/N, so N must not be reused by a
+  /// second artifact's library while this one is loaded.
+  int fd_ = -1;
 };
 
 /// Fails when this CPU lacks one of the comma-separated ISA features the
