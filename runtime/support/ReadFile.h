@@ -14,6 +14,7 @@ namespace quill {
 constexpr uint64_t kMaxJsonFileBytes = uint64_t(256) << 20;
 constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(256) << 20;
 constexpr uint64_t kMaxBatchFileBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxEvalTextBytes = uint64_t(256) << 20; ///< quill-run --perplexity.
 
 /// The bytes of `path`, a regular file of at most `maxBytes` bytes; `what`
 /// names the file's role in the errors ("<path>: <what> is a directory, not

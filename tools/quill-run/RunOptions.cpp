@@ -75,6 +75,17 @@ const char *runUsage() {
          "  --early-stopping      stop once N hypotheses ended (default: once no beam\n"
          "                        can beat them)\n"
          "  --num-return K        the K best hypotheses (default 1; JSON \"sequences\")\n"
+         "  --perplexity FILE     score the text in FILE instead of generating: tokenize\n"
+         "                        it (with BOS), run it in sliding windows and print\n"
+         "                        exp(mean NLL) +/- its standard error and the tokens\n"
+         "                        scored; each window scores the tokens the previous\n"
+         "                        one did not\n"
+         "  --ppl-context N       window tokens, 2 .. the context (default: the\n"
+         "                        context, at most the text's tokens)\n"
+         "  --ppl-stride S        window step, 1 .. N (default N / 2)\n"
+         "  --kl-divergence BASE  with --perplexity: also run BASE.qm (same tokenizer)\n"
+         "                        and print KL(base || this) (mean, 99th percentile),\n"
+         "                        top-1 agreement and BASE's perplexity\n"
          "  -h, --help            this text\n";
 }
 
@@ -211,6 +222,18 @@ Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool bea
   if ((beamsGiven || o.samples > 1) && (!o.batchFile.empty() || o.bench))
     return Status::error(std::string(beamsGiven ? "--beams" : "--n-samples") +
                          " runs one prompt: not with --batch-file or --bench");
+  if (o.perplexityFile.empty() && (o.pplContext || o.pplStride || !o.klBase.empty()))
+    return Status::error(std::string(o.pplContext  ? "--ppl-context"
+                                     : o.pplStride ? "--ppl-stride"
+                                                   : "--kl-divergence") +
+                         " is a --perplexity setting: add --perplexity FILE");
+  if (!o.perplexityFile.empty() && (o.bench || !o.batchFile.empty() || beamsGiven ||
+                                    o.samples > 1 || !o.prompt.empty() || o.sampling.logprobs))
+    return Status::error("--perplexity scores a file: not with --prompt, --bench, --batch-file, "
+                         "--beams, --n-samples or --logprobs");
+  if (o.pplContext && o.pplStride > o.pplContext)
+    return Status::error("invalid --ppl-stride " + std::to_string(o.pplStride) +
+                         ": more than the window of " + std::to_string(o.pplContext));
   if (o.sampling.logprobs && !o.json)
     return Status::error("--logprobs is reported in the --json output only: add --json");
   return Status::ok();
@@ -335,6 +358,24 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.profile = true;
     } else if (arg == "--sequential-kernels") {
       o.sequentialKernels = true;
+    } else if (arg == "--perplexity" || arg == "--kl-divergence") {
+      QUILL_TRY(v, value());
+      if (**v == '\0')
+        return Status::error("invalid " + arg + " '': expected a file");
+      (arg == "--perplexity" ? o.perplexityFile : o.klBase) = *v;
+    } else if (arg == "--ppl-context") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 2)
+        return Status::error("invalid --ppl-context " + std::string(*v) +
+                             ": a window needs at least 2 tokens");
+      o.pplContext = *n;
+    } else if (arg == "--ppl-stride") {
+      QUILL_TRY(v, value());
+      QUILL_TRY(n, parseInteger<int32_t>(arg, *v));
+      if (*n < 1)
+        return Status::error("invalid --ppl-stride " + std::string(*v) + ": must be at least 1");
+      o.pplStride = *n;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {

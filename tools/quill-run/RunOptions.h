@@ -39,6 +39,10 @@ struct RunOptions {
   int32_t samples = 1;    ///< --n-samples: continuations of the prompt.
   /// --beams and its knobs; set when beam search is asked for.
   std::optional<BeamSearchOptions> beamSearch;
+  std::string perplexityFile; ///< --perplexity: score this text instead.
+  int32_t pplContext = 0;     ///< Window tokens; 0: the context, capped to the text.
+  int32_t pplStride = 0;      ///< Window step; 0: half the window.
+  std::string klBase;         ///< --kl-divergence: the base artifact.
   bool help = false;
 };
 

@@ -1,5 +1,6 @@
 // quill-run: generate text from a compiled Quill artifact.
 #include "BatchMode.h"
+#include "QualityMode.h"
 #include "ResultJson.h"
 #include "RunOptions.h"
 
@@ -68,24 +69,28 @@ int runQuill(int argc, char **argv) {
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
-  std::unique_ptr<Device> owned;
-  CpuDevice *cpu = nullptr;
-  if (options.cuda) {
-    if (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
-        !options.batchSizes.empty() || options.sequentialKernels)
-      return fail("--device cuda runs one sequence (and --bench): no batch step, beams or "
-                  "samples on the GPU yet");
-    auto device = CudaDevice::create(*artifact, options.cudaGraphs);
+  if (options.cuda && (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
+                       !options.batchSizes.empty() || options.sequentialKernels))
+    return fail("--device cuda runs one sequence (and --bench): no batch step, beams or "
+                "samples on the GPU yet");
+  // This run's kind of device, for the artifact and for a --kl-divergence base.
+  auto makeDevice = [&](const Artifact &a) -> ErrorOr<std::unique_ptr<Device>> {
+    if (options.cuda) {
+      auto device = CudaDevice::create(a, options.cudaGraphs);
+      if (!device)
+        return Status::error("--device cuda: " + device.message());
+      return std::unique_ptr<Device>(device.take());
+    }
+    auto device = CpuDevice::create(a, arena);
     if (!device)
-      return fail("--device cuda: " + device.message());
-    owned = device.take();
-  } else {
-    auto device = CpuDevice::create(*artifact, arena);
-    if (!device)
-      return fail(device.message());
-    cpu = device->get();
-    owned = device.take();
-  }
+      return device.status();
+    return std::unique_ptr<Device>(device.take());
+  };
+  auto made = makeDevice(*artifact);
+  if (!made)
+    return fail(made.message());
+  std::unique_ptr<Device> owned = made.take();
+  CpuDevice *cpu = options.cuda ? nullptr : static_cast<CpuDevice *>(owned.get());
   Device &device = *owned;
   // The kernel times, printed however main returns from here on.
   struct ProfilePrinter {
@@ -99,6 +104,8 @@ int runQuill(int argc, char **argv) {
     device.enableProfiling();
   if (options.sequentialKernels)
     cpu->setConcurrentKernels(false);
+  if (!options.perplexityFile.empty())
+    return runQuality(options, *artifact, *tokenizer, device, makeDevice);
   if (options.beamSearch || options.samples > 1)
     return runGroup(options, *artifact, *tokenizer, device, arena);
   if (!options.batchFile.empty())
