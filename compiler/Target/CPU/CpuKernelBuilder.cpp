@@ -158,7 +158,11 @@ Value CpuKernelBuilder::decodingMatMulRows(OpBuilder &b, Location loc, Value wei
         SmallVector<OpFoldResult> ones = {nb.getIndexAttr(1), nb.getIndexAttr(1)};
         SmallVector<OpFoldResult> rowSizes = {n, nb.getIndexAttr(width)};
         Value rowsOf = tensor::ExtractSliceOp::create(nb, l, carried[1], origin, rowSizes, ones);
-        Value decoded = decodedRows(nb, l, weight, arith::AddIOp::create(nb, l, first, at), rowsOf);
+        Value from = arith::AddIOp::create(nb, l, first, at);
+        Value decoded =
+            decodesInRegisters(weight.getType(), options_.vectorWidth)
+                ? decodeRowsInRegisters(nb, l, options_.vectorWidth, weight, from, n, rowsOf)
+                : decodedRows(nb, l, weight, from, rowsOf);
         Value chunkRows =
             tensor::InsertSliceOp::create(nb, l, decoded, carried[1], origin, rowSizes, ones);
         SmallVector<OpFoldResult> outOffsets = {nb.getIndexAttr(0), at};

@@ -72,6 +72,13 @@ bool decodesInRegisters(Type weightType, int64_t vectorWidth);
 Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
                             Value weight, Value input, Value first, Value blocks, Value init);
 
+/// Rows [first, first + count) of an encoded weight decoded to f32 into
+/// `init` ([count, columns]), block by block in registers, each value
+/// rounded as the generic decoding rounds it; the weights decodesInRegisters
+/// takes (DecodingMatVec.cpp).
+Value decodeRowsInRegisters(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
+                            Value first, Value count, Value init);
+
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit
 /// (AttentionMicrokernels.cpp).

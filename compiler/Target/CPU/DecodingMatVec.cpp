@@ -17,6 +17,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <functional>
+
 namespace mlir::quill {
 
 namespace {
@@ -76,12 +78,12 @@ struct RowDecoder {
     return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32Value);
   }
 
-  /// acc + scale * (q . x[column : column + 32]) - offset * sum(x[...]),
-  /// q 32 small integers (i8 lanes); `offset` may be null.
-  Value subBlock(Value q, Value column, Value scaleValue, Value offsetValue, Value acc) {
-    Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
+  /// acc + scale * (q . x[column : column + n]) - offset * sum(x[...]), q
+  /// n f32 lanes (a multiple of `lanes`); `offset` may be null.
+  Value subBlock(Value qf, Value column, Value scaleValue, Value offsetValue, Value acc) {
+    const int64_t n = cast<VectorType>(qf.getType()).getDimSize(0);
     Value dot, xsum;
-    for (int64_t part = 0; part < 32 / lanes; ++part) {
+    for (int64_t part = 0; part < n / lanes; ++part) {
       Value x = xAt(at(column, part * lanes));
       Value w = slice(qf, part * lanes);
       dot = dot ? fma(w, x, dot) : mul(w, x);
@@ -94,8 +96,13 @@ struct RowDecoder {
     return acc;
   }
 
+  /// Called with each sub-block of a K-quant super-block: its quantized
+  /// values as f32 lanes, first column, scale and offset (null for Q6_K);
+  /// a weight is scale * q - offset.
+  using SubBlockFn = std::function<void(Value qf, Value column, Value scale, Value offset)>;
+
   /// Q4_K: 8 sub-blocks of 32, each d * scale * q - dmin * min.
-  Value q4_K(Value row, Value block, Value acc) {
+  void q4_KSubBlocks(Value row, Value block, const SubBlockFn &visit) {
     Value base = arith::MulIOp::create(b, loc, block, index(144));
     Value column0 = arith::MulIOp::create(b, loc, block, index(256));
     Value d = halfAt(row, base), dmin = halfAt(row, at(base, 2));
@@ -118,17 +125,16 @@ struct RowDecoder {
                           arith::ShRUIOp::create(b, loc, packed, bytes(4))};
       for (int64_t high = 0; high < 2; ++high) {
         auto [sc, m] = scaleMin(2 * chunk + high);
-        Value column = at(column0, 64 * chunk + 32 * high);
-        acc = subBlock(nibbles[high], column, arith::MulFOp::create(b, loc, d, fscalar(sc)),
-                       arith::MulFOp::create(b, loc, dmin, fscalar(m)), acc);
+        visit(arith::SIToFPOp::create(b, loc, f32s(32), nibbles[high]),
+              at(column0, 64 * chunk + 32 * high), arith::MulFOp::create(b, loc, d, fscalar(sc)),
+              arith::MulFOp::create(b, loc, dmin, fscalar(m)));
       }
     }
-    return acc;
   }
 
   /// Q6_K: 16 sub-blocks of 16, each d * scale * (q - 32), q's low 4 bits
   /// in ql and high 2 in qh.
-  Value q6_K(Value row, Value block, Value acc) {
+  void q6_KSubBlocks(Value row, Value block, const SubBlockFn &visit) {
     Value base = arith::MulIOp::create(b, loc, block, index(210));
     Value column0 = arith::MulIOp::create(b, loc, block, index(256));
     Value d = halfAt(row, at(base, 208));
@@ -154,16 +160,48 @@ struct RowDecoder {
         Value q = arith::SubIOp::create(b, loc, arith::OrIOp::create(b, loc, low, top), bytes(32));
         Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
         Value column = at(column0, 128 * half + 32 * quarter);
-        // Sub-blocks of 16 weights with their own scale.
-        for (int64_t part = 0; part < 32 / lanes; ++part) {
-          int64_t group = part * lanes / 16;
+        for (int64_t group = 0; group < 2; ++group) {
           Value sc = byteAt(row, at(base, 192 + 8 * half + group + 2 * quarter), true);
-          Value dot = mul(slice(qf, part * lanes), xAt(at(column, part * lanes)));
-          acc = fma(splat(arith::MulFOp::create(b, loc, d, fscalar(sc))), dot, acc);
+          Value part =
+              vector::ExtractStridedSliceOp::create(b, loc, qf, ArrayRef<int64_t>{16 * group},
+                                                    ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+          visit(part, at(column, 16 * group), arith::MulFOp::create(b, loc, d, fscalar(sc)),
+                Value());
         }
       }
     }
+  }
+
+  /// A K-quant super-block's contribution to a row's dot product.
+  Value kQuant(Value row, Value block, Type element, Value acc) {
+    SubBlockFn add = [&](Value qf, Value column, Value scaleValue, Value offsetValue) {
+      acc = subBlock(qf, column, scaleValue, offsetValue, acc);
+    };
+    if (isa<Q4_KType>(element))
+      q4_KSubBlocks(row, block, add);
+    else
+      q6_KSubBlocks(row, block, add);
     return acc;
+  }
+
+  /// A K-quant super-block of `row` decoded into row `r` of `out`.
+  Value kQuantInto(Value row, Value block, Type element, Value r, Value out) {
+    SubBlockFn write = [&](Value qf, Value column, Value scaleValue, Value offsetValue) {
+      const int64_t n = cast<VectorType>(qf.getType()).getDimSize(0);
+      Value values = arith::MulFOp::create(
+          b, loc, vector::BroadcastOp::create(b, loc, f32s(n), scaleValue), qf);
+      if (offsetValue)
+        values = arith::SubFOp::create(b, loc, values,
+                                       vector::BroadcastOp::create(b, loc, f32s(n), offsetValue));
+      out = vector::TransferWriteOp::create(b, loc, values, out, ValueRange{r, column},
+                                            ArrayRef<bool>{true})
+                .getResult();
+    };
+    if (isa<Q4_KType>(element))
+      q4_KSubBlocks(row, block, write);
+    else
+      q6_KSubBlocks(row, block, write);
+    return out;
   }
 
   /// sum over the 32 weights of block `block`: d * q * x, q as f32 lanes.
@@ -178,14 +216,20 @@ struct RowDecoder {
     return fma(d, dot, acc);
   }
 
-  Value q8_0(Value row, Value block, Value acc) {
+  /// Q8_0 block `block` of `row`: its 32 values as f32 lanes (q) and its
+  /// byte offset (the scale's).
+  std::pair<Value, Value> q8_0Values(Value row, Value block) {
     Value base = arith::MulIOp::create(b, loc, block, index(34));
     Value q = read(storage, ValueRange{row, at(base, 2)}, 32, b.getI8Type());
-    Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
+    return {arith::SIToFPOp::create(b, loc, f32s(32), q), base};
+  }
+  Value q8_0(Value row, Value block, Value acc) {
+    auto [qf, base] = q8_0Values(row, block);
     return blockDot(qf, scale(row, base), block, acc);
   }
 
-  Value q4_0(Value row, Value block, Value acc) {
+  /// Q4_0 block `block` of `row` likewise: nibble - 8 as f32 lanes.
+  std::pair<Value, Value> q4_0Values(Value row, Value block) {
     Value base = arith::MulIOp::create(b, loc, block, index(18));
     Value packed = read(storage, ValueRange{row, at(base, 2)}, 16, b.getI8Type());
     auto byteType = VectorType::get({16}, b.getI8Type());
@@ -199,8 +243,26 @@ struct RowDecoder {
         b, loc, arith::ShRUIOp::create(b, loc, packed, nibbleSplat(4)), nibbleSplat(8));
     Value q =
         vector::ShuffleOp::create(b, loc, low, high, llvm::to_vector(llvm::seq<int64_t>(0, 32)));
-    Value qf = arith::SIToFPOp::create(b, loc, f32s(32), q);
+    return {arith::SIToFPOp::create(b, loc, f32s(32), q), base};
+  }
+  Value q4_0(Value row, Value block, Value acc) {
+    auto [qf, base] = q4_0Values(row, block);
     return blockDot(qf, scale(row, base), block, acc);
+  }
+
+  /// The decoded weights of step `step` of `row` (a block of 32 for Q8_0
+  /// and Q4_0, `lanes` for f16 and bf16) and their first column: d * q
+  /// rounded once, as the generic decoding rounds it.
+  std::pair<Value, Value> decodedStep(Value row, Value step, Type element) {
+    if (element.isF16() || element.isBF16()) {
+      Value column = arith::MulIOp::create(b, loc, step, index(lanes));
+      Value w = read(storage, ValueRange{row, column}, lanes, element);
+      return {arith::ExtFOp::create(b, loc, f32s(lanes), w), column};
+    }
+    auto [qf, base] = isa<Q8_0Type>(element) ? q8_0Values(row, step) : q4_0Values(row, step);
+    Value d = vector::BroadcastOp::create(b, loc, f32s(32), halfAt(row, base));
+    Value column = arith::MulIOp::create(b, loc, step, index(32));
+    return {arith::MulFOp::create(b, loc, d, qf), column};
   }
 
   /// f16 or bf16: `lanes` weights from column step * lanes.
@@ -268,10 +330,8 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
                   next.push_back(decoder.q8_0(rowIndex[r], step, acc[r]));
                 else if (isa<Q4_0Type>(element))
                   next.push_back(decoder.q4_0(rowIndex[r], step, acc[r]));
-                else if (isa<Q4_KType>(element))
-                  next.push_back(decoder.q4_K(rowIndex[r], step, acc[r]));
-                else if (isa<Q6_KType>(element))
-                  next.push_back(decoder.q6_K(rowIndex[r], step, acc[r]));
+                else if (isa<Q4_KType, Q6_KType>(element))
+                  next.push_back(decoder.kQuant(rowIndex[r], step, element, acc[r]));
                 else
                   next.push_back(decoder.halves(rowIndex[r], step, element, acc[r]));
               }
@@ -287,6 +347,39 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
                                                   ArrayRef<bool>{true})
                       .getResult();
         scf::YieldOp::create(nb, l, ValueRange{y});
+      });
+  return rows.getResult(0);
+}
+
+Value decodeRowsInRegisters(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
+                            Value first, Value count, Value init) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  Type element = weightType.getElementType();
+  const int64_t width = weightType.getDimSize(1);
+  WeightFormat format = *weightFormatOf(element);
+  const int64_t steps =
+      format.isBlockQuantized() ? width / format.blockElements : width / vectorWidth;
+  RowDecoder decoder{b, loc, weightStorage(weight), Value(), vectorWidth, reductionFastMath(b)};
+  Value zero = decoder.index(0), one = decoder.index(1);
+  auto rows = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{init},
+      [&](OpBuilder &nb, Location l, Value r, ValueRange carried) {
+        Value row = arith::AddIOp::create(nb, l, first, r);
+        auto columns = scf::ForOp::create(
+            nb, l, zero, decoder.index(steps), one, ValueRange{carried[0]},
+            [&](OpBuilder &ib, Location il, Value step, ValueRange out) {
+              Value next;
+              if (isa<Q4_KType, Q6_KType>(element)) {
+                next = decoder.kQuantInto(row, step, element, r, out[0]);
+              } else {
+                auto [values, column] = decoder.decodedStep(row, step, element);
+                next = vector::TransferWriteOp::create(ib, il, values, out[0],
+                                                       ValueRange{r, column}, ArrayRef<bool>{true})
+                           .getResult();
+              }
+              scf::YieldOp::create(ib, il, ValueRange{next});
+            });
+        scf::YieldOp::create(nb, l, columns.getResults());
       });
   return rows.getResult(0);
 }
