@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the parsers (tests/fuzz) with clang-22,
+# ASan and UBSan in build-fuzz/, seeds them from stories260K, and runs each
+# for SECONDS (default 60). Crashes are kept under
+# tests/fuzz/regressions/<target>/; exits 1 if any target crashed.
+# The artifact seed needs quill-compile (QUILL_COMPILE, default build/bin/).
+# Not part of scripts/test.sh or CI: it takes minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+root=$PWD
+models=$root/../shared/models
+
+packages=(clang-22 libfuzzer-22-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json)
+launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DQUILL_FUZZ=ON \
+  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+  "${launcher[@]}" >/dev/null
+cmake --build build-fuzz -j "${QUILL_FUZZ_JOBS:-2}" --target "${targets[@]/#/quill-fuzz-}"
+
+# Seeds: the shared stories260K files, and the tests' own regressions.
+seeds=build-fuzz/seeds
+rm -rf "$seeds"
+for t in "${targets[@]}"; do mkdir -p "$seeds/$t" "tests/fuzz/regressions/$t"; done
+seed() { [ -f "$2" ] && cp "$2" "$seeds/$1/"; return 0; }
+seed gguf "$models/stories260K/stories260K.gguf"
+seed llama2c "$models/stories260K/stories260K.bin"
+seed llama2c "$models/stories260K/stories260K.v1.bin"
+seed safetensors "$models/stories260K-hf/model.safetensors"
+seed hf-tokenizer "$models/stories260K-hf/tokenizer.json"
+seed tokenizer-bin "$models/stories260K/tok512.bin"
+for f in config.json tokenizer.json tokenizer_config.json; do
+  seed json "$models/stories260K-hf/$f"
+done
+compile=${QUILL_COMPILE:-build/bin/quill-compile}
+if [ -x "$compile" ] && [ -f "$models/stories260K/stories260K.bin" ]; then
+  "$compile" "$models/stories260K/stories260K.bin" \
+    --tokenizer="$models/stories260K/tok512.bin" -o "$seeds/artifact/stories260K.qart" \
+    >/dev/null 2>&1 || echo "fuzz: no artifact seed (quill-compile failed)"
+fi
+
+failed=()
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t
+  mkdir -p "$corpus"
+  log=build-fuzz/fuzz-$t.log
+  if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/bin/quill-fuzz-$t "$corpus" "$seeds/$t" \
+      "tests/fuzz/regressions/$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
+      -artifact_prefix="tests/fuzz/regressions/$t/" >"$log" 2>&1; then
+    echo "fuzz: $t: $(grep -E '^(#[0-9]+|Done)' "$log" | tail -1)"
+  else
+    echo "fuzz: $t CRASHED, see $log and tests/fuzz/regressions/$t/"
+    failed+=("$t")
+  fi
+done
+[ ${#failed[@]} -eq 0 ] || { echo "fuzz: crashes in ${failed[*]}"; exit 1; }
