@@ -44,7 +44,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     return fail("corrupt section table (checksum mismatch)");
 
   constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::GpuKernels);
-  const SectionEntry *found[kLastKind + 1] = {};
+  // Byte pointers: the table need not be aligned (memcpy reads the entries).
+  const uint8_t *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
@@ -56,13 +57,13 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     if (found[e.kind])
       return fail("section " + std::to_string(i) + " repeats section kind " +
                   std::to_string(e.kind));
-    found[e.kind] = reinterpret_cast<const SectionEntry *>(tablePtr + i * sizeof(SectionEntry));
+    found[e.kind] = tablePtr + i * sizeof(SectionEntry);
     bool isWeights = e.kind == uint32_t(SectionKind::Weights);
     if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
       return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
   }
   auto section = [&](SectionKind kind, const uint8_t *&data, size_t &size) {
-    const SectionEntry *e = found[static_cast<uint32_t>(kind)];
+    const uint8_t *e = found[static_cast<uint32_t>(kind)];
     if (!e)
       return false;
     SectionEntry copy;
