@@ -4,10 +4,15 @@
 # for SECONDS (default 60). Crashes are kept under
 # tests/fuzz/regressions/<target>/; exits 1 if any target crashed.
 # The artifact seed needs quill-compile (QUILL_COMPILE, default build/bin/).
-# Not part of scripts/test.sh or CI: it takes minutes.
+# `scripts/fuzz.sh --smoke` (what scripts/test.sh runs): a fixed number of
+# inputs from a fixed seed per target, so that the smoke is the same run
+# every time, and a crash it finds is found again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+limit=(-max_total_time="${1:-60}")
+if [ "${1:-}" = "--smoke" ]; then
+  limit=(-runs="${QUILL_FUZZ_SMOKE_RUNS:-20000}" -seed=1)
+fi
 root=$PWD
 models=$root/../shared/models
 
@@ -57,7 +62,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   log=build-fuzz/fuzz-$t.log
   if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/bin/quill-fuzz-$t "$corpus" "$seeds/$t" \
-      "tests/fuzz/regressions/$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
+      "tests/fuzz/regressions/$t" "${limit[@]}" -rss_limit_mb=2048 \
       -artifact_prefix="tests/fuzz/regressions/$t/" >"$log" 2>&1; then
     echo "fuzz: $t: $(grep -E '^(#[0-9]+|Done)' "$log" | tail -1)"
   else

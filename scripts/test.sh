@@ -6,3 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cd build
 ctest --output-on-failure -j "${QUILL_JOBS:-2}"
+# The parsers' fuzz targets, a fixed smoke run each (ASan + UBSan).
+cd ..
+bash scripts/fuzz.sh --smoke
