@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, end to end,
-# lit) through ctest.
+# lit) through ctest, then a fixed-seed fuzz smoke of the parsers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
