@@ -95,6 +95,16 @@ Status ModelSource::setTensors(std::unordered_map<std::string, ImportedTensor> b
   return Status::ok();
 }
 
+/// The row of the file that holds Quill's row `row` of `t`: for
+/// rotate-half Q/K rows, Quill's (head h, pair i, half j) is stored at
+/// h*headDim + j*headDim/2 + i.
+static int64_t storedRow(const ImportedTensor &t, int64_t row) {
+  if (t.rowOrder == RowOrder::AsStored)
+    return row;
+  const int64_t half = t.headDim / 2, within = row % t.headDim;
+  return row / t.headDim * t.headDim + (within % 2) * half + within / 2;
+}
+
 Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
   const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
   const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
@@ -106,13 +116,9 @@ Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
   if (!rowBytes)
     return Status::error(t.sourceFile + ": tensor '" + t.sourceName + "' rows are not whole " +
                          dtypeName(t.dtype) + " blocks");
-  // Quill's row (head h, pair i, half j) is stored at h*headDim + j*half + i.
-  const int64_t half = t.headDim / 2;
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t head = row / t.headDim, within = row % t.headDim;
-    int64_t stored = head * t.headDim + (within % 2) * half + within / 2;
-    convertToFloat(t.dtype, t.data + uint64_t(stored) * *rowBytes, columns, out + row * columns);
-  }
+  for (int64_t row = 0; row < rows; ++row)
+    convertToFloat(t.dtype, t.data + uint64_t(storedRow(t, row)) * *rowBytes, columns,
+                   out + row * columns);
   return Status::ok();
 }
 
@@ -120,25 +126,18 @@ Status ModelSource::readTensorEncoded(const ImportedTensor &t, SourceDType encod
                                       uint8_t *out) const {
   const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
   const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
-  std::optional<uint64_t> storedRow = dtypeBytes(t.dtype, uint64_t(columns));
+  std::optional<uint64_t> storedBytes = dtypeBytes(t.dtype, uint64_t(columns));
   std::optional<uint64_t> encodedRow = dtypeBytes(encoding, uint64_t(columns));
-  if (!storedRow || !encodedRow)
+  if (!storedBytes || !encodedRow)
     return Status::error(t.sourceFile + ": tensor '" + t.sourceName + "' rows of " +
                          std::to_string(columns) + " are not whole " + dtypeName(t.dtype) +
                          " and " + dtypeName(encoding) + " blocks");
-  // Quill's row (head h, pair i, half j) is stored at h*headDim + j*half + i.
-  auto storedIndex = [&](int64_t row) {
-    if (t.rowOrder == RowOrder::AsStored)
-      return row;
-    const int64_t half = t.headDim / 2, within = row % t.headDim;
-    return row / t.headDim * t.headDim + (within % 2) * half + within / 2;
-  };
   std::vector<float> values(t.dtype == encoding ? 0 : size_t(columns));
   for (int64_t row = 0; row < rows; ++row) {
-    const uint8_t *stored = t.data + uint64_t(storedIndex(row)) * *storedRow;
+    const uint8_t *stored = t.data + uint64_t(storedRow(t, row)) * *storedBytes;
     uint8_t *encoded = out + uint64_t(row) * *encodedRow;
     if (t.dtype == encoding) {
-      std::memcpy(encoded, stored, *storedRow);
+      std::memcpy(encoded, stored, *storedBytes);
       continue;
     }
     convertToFloat(t.dtype, stored, columns, values.data());

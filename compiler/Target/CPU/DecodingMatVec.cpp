@@ -60,8 +60,6 @@ struct RowDecoder {
     return vector::ExtractOp::create(b, loc, f, ArrayRef<int64_t>{0});
   }
   Value splat(Value scalar) { return vector::BroadcastOp::create(b, loc, f32s(lanes), scalar); }
-  /// The fp16 scale at byte `offset` of `row`, broadcast to the lanes.
-  Value scale(Value row, Value offset) { return splat(halfAt(row, offset)); }
   /// The byte at `offset` of `row` as an i32, zero- or sign-extended.
   Value byteAt(Value row, Value offset, bool isSigned = false) {
     Value v = tensor::ExtractOp::create(b, loc, storage, ValueRange{row, offset});
@@ -204,18 +202,6 @@ struct RowDecoder {
     return out;
   }
 
-  /// sum over the 32 weights of block `block`: d * q * x, q as f32 lanes.
-  Value blockDot(Value qf, Value d, Value block, Value acc) {
-    Value column = arith::MulIOp::create(b, loc, block, index(32));
-    Value dot;
-    for (int64_t part = 0; part < 32 / lanes; ++part) {
-      Value x = xAt(at(column, part * lanes));
-      Value q = slice(qf, part * lanes);
-      dot = dot ? fma(q, x, dot) : mul(q, x);
-    }
-    return fma(d, dot, acc);
-  }
-
   /// Q8_0 block `block` of `row`: its 32 values as f32 lanes (q) and its
   /// byte offset (the scale's).
   std::pair<Value, Value> q8_0Values(Value row, Value block) {
@@ -225,7 +211,8 @@ struct RowDecoder {
   }
   Value q8_0(Value row, Value block, Value acc) {
     auto [qf, base] = q8_0Values(row, block);
-    return blockDot(qf, scale(row, base), block, acc);
+    return subBlock(qf, arith::MulIOp::create(b, loc, block, index(32)), halfAt(row, base), Value(),
+                    acc);
   }
 
   /// Q4_0 block `block` of `row` likewise: nibble - 8 as f32 lanes.
@@ -247,7 +234,8 @@ struct RowDecoder {
   }
   Value q4_0(Value row, Value block, Value acc) {
     auto [qf, base] = q4_0Values(row, block);
-    return blockDot(qf, scale(row, base), block, acc);
+    return subBlock(qf, arith::MulIOp::create(b, loc, block, index(32)), halfAt(row, base), Value(),
+                    acc);
   }
 
   /// The decoded weights of step `step` of `row` (a block of 32 for Q8_0
