@@ -267,6 +267,18 @@ TEST(QuantizeSchemes, Stories260KInQ8_0FollowsFp32GreedyForAtLeast50Tokens) {
   EXPECT_GE(agree, 50u) << "Q8_0 leaves fp32's greedy path at token " << agree;
 }
 
+TEST(QuantizeSchemes, AnUnknownSchemeIsOneLine) {
+  ModelConfig c = quantConfig(false);
+  std::string model = synthesizeModel(c, "unknown-scheme");
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+                        quote(syntheticTokenizer(c.vocabSize)) + " --quantize q5_k -o " +
+                        quote(tempDir() + "/unknown-scheme.qm"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err, "quill-compile: unknown --quantize scheme 'q5_k' (expected f16, bf16, q8_0, "
+                   "q4_0 or q4_k_m)\n");
+  EXPECT_FALSE(std::filesystem::exists(tempDir() + "/unknown-scheme.qm"));
+}
+
 TEST(QuantizeSchemes, BlocksAreNotQuantizedAgain) {
   ModelConfig c = quantConfig(false);
   TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
