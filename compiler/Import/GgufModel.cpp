@@ -1,5 +1,6 @@
-// GGUF models of the llama architecture as ModelSources: hyperparameters
-// from the llama.* metadata, tensors renamed to Quill's canonical names.
+// GGUF models of the Llama family as ModelSources: hyperparameters from the
+// <arch>.* metadata (llama, qwen2, qwen3), tensors renamed to Quill's
+// canonical names.
 //
 // Rotary layout: llama.cpp runs llama models with its "normal" RoPE, which
 // rotates adjacent pairs (x[2i], x[2i+1]) exactly like llama2.c and Meta's
@@ -7,12 +8,17 @@
 // HF's rotate-half Q/K rows back to that interleaved order, and its
 // llama2.c converter copies rows as they are. So GGUF's attn_q/attn_k rows
 // already are Quill's rows, and import reads them as stored (checked
-// against stories260K.bin in the tests, tensor for tensor).
+// against stories260K.bin in the tests, tensor for tensor). Qwen models run
+// with llama.cpp's NeoX RoPE instead (rotate-half, HF's order, unpermuted):
+// their Q/K rows, biases and q/k norm weights are reordered at import.
 #include "compiler/Import/GgufModel.h"
 
 #include "compiler/Import/GgufFile.h"
 #include "compiler/Import/GgufTokenizer.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/RopeScaling.h"
+
+#include <cmath>
 
 #include <cstring>
 #include <tuple>
@@ -22,15 +28,29 @@ namespace quill {
 namespace {
 
 /// GGUF's per-layer tensor names -> Quill's.
-const std::pair<const char *, const char *> kLayerTensors[] = {{"attn_norm", "attention_norm"},
-                                                               {"attn_q", "wq"},
-                                                               {"attn_k", "wk"},
-                                                               {"attn_v", "wv"},
-                                                               {"attn_output", "wo"},
-                                                               {"ffn_norm", "ffn_norm"},
-                                                               {"ffn_gate", "w1"},
-                                                               {"ffn_down", "w2"},
-                                                               {"ffn_up", "w3"}};
+const std::pair<const char *, const char *> kLayerTensors[] = {
+    {"attn_norm.weight", "attention_norm"},
+    {"attn_q.weight", "wq"},
+    {"attn_k.weight", "wk"},
+    {"attn_v.weight", "wv"},
+    {"attn_output.weight", "wo"},
+    {"ffn_norm.weight", "ffn_norm"},
+    {"ffn_gate.weight", "w1"},
+    {"ffn_down.weight", "w2"},
+    {"ffn_up.weight", "w3"},
+    {"attn_q.bias", "bq"},
+    {"attn_k.bias", "bk"},
+    {"attn_v.bias", "bv"},
+    {"attn_q_norm.weight", "q_norm"},
+    {"attn_k_norm.weight", "k_norm"}};
+
+/// The architectures Quill imports: the Llama family's.
+bool isSupportedArchitecture(const std::string &arch) {
+  return arch == "llama" || arch == "qwen2" || arch == "qwen3";
+}
+
+/// Whether the architecture's Q/K rows are in rotate-half order (NeoX RoPE).
+bool usesRotateHalf(const std::string &arch) { return arch == "qwen2" || arch == "qwen3"; }
 
 class GgufModel : public ModelSource {
 public:
@@ -54,6 +74,12 @@ private:
   /// The integer metadata `key`, or `fallback` when absent and optional.
   ErrorOr<int32_t> intKey(const std::string &key, std::optional<int32_t> fallback) const;
   ErrorOr<float> floatKey(const std::string &key, float fallback) const;
+  /// The boolean metadata `key`, or `fallback` when absent.
+  ErrorOr<bool> boolKey(const std::string &key, bool fallback) const;
+  /// <arch>.rope.scaling.* and rope_freqs.weight into the config's table.
+  Status readRopeScaling();
+  /// eos, eot and eom ids; whether prompts start with BOS.
+  Status readSpecialTokens();
 
   std::string sourceNameOf(const std::string &canonical) const override {
     auto it = sourceNames_.find(canonical);
@@ -77,8 +103,114 @@ std::string GgufModel::ggufNameOf(const std::string &canonical) {
     return canonical;
   for (auto [gguf, quill] : kLayerTensors)
     if (canonical.compare(dot + 1, std::string::npos, quill) == 0)
-      return "blk." + canonical.substr(7, dot - 7) + "." + gguf + ".weight";
+      return "blk." + canonical.substr(7, dot - 7) + "." + gguf;
   return canonical;
+}
+
+ErrorOr<bool> GgufModel::boolKey(const std::string &key, bool fallback) const {
+  const GgufValue *v = file_.find(key);
+  if (!v)
+    return fallback;
+  if (v->type != GgufType::Bool)
+    return Status::error("metadata '" + key + "' is a " + ggufTypeName(v->type) +
+                         ", expected a bool");
+  return v->unsignedValue != 0;
+}
+
+Status GgufModel::readRopeScaling() {
+  const std::string arch = architecture_ + ".";
+  ModelConfig &c = config_;
+  RopeScaling scaling;
+  if (const GgufValue *type = file_.find(arch + "rope.scaling.type")) {
+    if (!type->asString())
+      return Status::error("metadata '" + arch + "rope.scaling.type' is not a string");
+    scaling.type = *type->asString() == "none" ? "" : *type->asString();
+  }
+  auto factor = floatKey(arch + "rope.scaling.factor", 1.0f);
+  if (!factor)
+    return factor.status();
+  // Older files: rope.scale_linear instead of a linear scaling's factor.
+  auto linear = floatKey(arch + "rope.scale_linear", 1.0f);
+  if (!linear)
+    return linear.status();
+  if (scaling.type.empty() && *linear != 1.0f) {
+    scaling.type = "linear";
+    scaling.factor = *linear;
+  } else {
+    scaling.factor = *factor;
+  }
+  auto original = intKey(arch + "rope.scaling.original_context_length", 0);
+  if (!original)
+    return original.status();
+  scaling.originalContext = *original;
+  if (const GgufValue *v = file_.find(arch + "rope.scaling.yarn_log_multiplier")) {
+    // llama.cpp's form of mscale_all_dim: 0.1 * ln(factor) * multiplier.
+    std::optional<double> m = v->asNumber();
+    if (!m)
+      return Status::error("metadata '" + arch +
+                           "rope.scaling.yarn_log_multiplier' is not a number");
+    if (*m != 0.0)
+      scaling.attentionFactor = 1.0 + *m * std::log(scaling.factor);
+  }
+  const GgufTensorInfo *factors = file_.findTensor("rope_freqs.weight");
+  if (factors && !scaling.type.empty())
+    return Status::error("both rope_freqs.weight and " + arch + "rope.scaling.type '" +
+                         scaling.type + "': one RoPE scaling only");
+  ErrorOr<RopeTable> table = RopeTable{};
+  if (factors) {
+    // Llama 3.1's scaling as llama.cpp stores it: one divisor per pair.
+    if (!factors->data || factors->dtype != SourceDType::F32 ||
+        factors->rowMajorShape() != std::vector<int64_t>{c.headDim() / 2})
+      return Status::error("tensor 'rope_freqs.weight' must be " + std::to_string(c.headDim() / 2) +
+                           " float32 values");
+    std::vector<float> values(size_t(c.headDim() / 2));
+    std::memcpy(values.data(), factors->data, values.size() * sizeof(float));
+    table = ropeTableFromFactors(values, c.ropeTheta, c.headDim());
+  } else {
+    table = ropeTable(scaling, c.ropeTheta, c.headDim());
+  }
+  if (!table)
+    return table.status();
+  c.ropeFrequencies = std::move(table->frequencies);
+  c.ropeAttentionFactor = table->attentionFactor;
+  return Status::ok();
+}
+
+Status GgufModel::readSpecialTokens() {
+  ModelConfig &c = config_;
+  // llama.cpp writes "no such token" as uint32 0xFFFFFFFF.
+  auto tokenKey = [&](const std::string &key, int32_t fallback) -> ErrorOr<int32_t> {
+    const GgufValue *v = file_.find(key);
+    if (v && v->asInteger() == int64_t(0xFFFFFFFF))
+      return -1;
+    return intKey(key, fallback);
+  };
+  for (auto [key, field, fallback] : {std::tuple{"tokenizer.ggml.bos_token_id", &c.bosId, 1},
+                                      std::tuple{"tokenizer.ggml.eos_token_id", &c.eosId, 2}}) {
+    auto id = tokenKey(key, fallback);
+    if (!id)
+      return id.status();
+    *field = *id;
+  }
+  for (const char *key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    auto id = tokenKey(key, -1);
+    if (!id)
+      return id.status();
+    if (*id >= 0 && *id != c.eosId)
+      c.extraEosIds.push_back(*id);
+  }
+  // Without the key: BOS for llama's SentencePiece vocabularies (llama.cpp's
+  // default), never for Qwen's.
+  const GgufValue *model = file_.find("tokenizer.ggml.model");
+  bool sentencePiece = !model || (model->asString() && *model->asString() == "llama");
+  auto addBos = boolKey("tokenizer.ggml.add_bos_token", sentencePiece && architecture_ == "llama");
+  if (!addBos)
+    return addBos.status();
+  c.addBos = *addBos;
+  // A model without BOS keeps an id the runtime never adds: its EOS.
+  if (c.bosId < 0 && !c.addBos)
+    c.bosId = c.eosId;
+  return Status::ok();
 }
 
 ErrorOr<int32_t> GgufModel::intKey(const std::string &key, std::optional<int32_t> fallback) const {
@@ -111,23 +243,21 @@ ErrorOr<float> GgufModel::floatKey(const std::string &key, float fallback) const
 }
 
 Status GgufModel::readConfig() {
-  const GgufValue *arch = file_.find("general.architecture");
-  if (!arch || !arch->asString())
+  const GgufValue *archValue = file_.find("general.architecture");
+  if (!archValue || !archValue->asString())
     return Status::error("metadata 'general.architecture' is missing");
-  architecture_ = *arch->asString();
-  if (architecture_ != "llama")
-    return Status::error("unsupported architecture '" + architecture_ + "' (Quill imports llama)");
+  architecture_ = *archValue->asString();
+  if (!isSupportedArchitecture(architecture_))
+    return Status::error("unsupported architecture '" + architecture_ +
+                         "' (Quill imports llama, qwen2 and qwen3)");
+  const std::string arch = architecture_ + ".";
   // Mixtral is stored as llama with experts.
-  auto experts = intKey("llama.expert_count", 0);
+  auto experts = intKey(arch + "expert_count", 0);
   if (!experts)
     return experts.status();
   if (*experts > 0)
-    return Status::error("mixture-of-experts llama (llama.expert_count " +
+    return Status::error("mixture-of-experts " + architecture_ + " (" + arch + "expert_count " +
                          std::to_string(*experts) + ") is not supported");
-  if (const GgufValue *scaling = file_.find("llama.rope.scaling.type"))
-    if (!scaling->asString() || *scaling->asString() != "none")
-      return Status::error("RoPE scaling (llama.rope.scaling.type) is not "
-                           "supported");
 
   ModelConfig &c = config_;
   struct IntField {
@@ -135,73 +265,78 @@ Status GgufModel::readConfig() {
     int32_t *field;
   };
   for (auto [key, field] :
-       {IntField{"llama.embedding_length", &c.dim}, IntField{"llama.block_count", &c.nLayers},
-        IntField{"llama.feed_forward_length", &c.hiddenDim},
-        IntField{"llama.attention.head_count", &c.nHeads},
-        IntField{"llama.context_length", &c.seqLen}}) {
-    auto v = intKey(key, std::nullopt);
+       {IntField{"embedding_length", &c.dim}, IntField{"block_count", &c.nLayers},
+        IntField{"feed_forward_length", &c.hiddenDim}, IntField{"attention.head_count", &c.nHeads},
+        IntField{"context_length", &c.seqLen}}) {
+    auto v = intKey(arch + key, std::nullopt);
     if (!v)
       return v.status();
     *field = *v;
   }
-  auto kvHeads = intKey("llama.attention.head_count_kv", c.nHeads);
+  auto kvHeads = intKey(arch + "attention.head_count_kv", c.nHeads);
   if (!kvHeads)
     return kvHeads.status();
   c.nKvHeads = *kvHeads;
+  // Qwen3's heads are wider than embedding_length / head_count.
+  if (file_.find(arch + "attention.key_length")) {
+    auto keyLength = intKey(arch + "attention.key_length", std::nullopt);
+    if (!keyLength)
+      return keyLength.status();
+    if (c.nHeads <= 0 || *keyLength != c.dim / c.nHeads || c.dim % c.nHeads != 0)
+      c.headDimension = *keyLength;
+  }
 
-  // The vocabulary: llama.vocab_size, else the tokenizer's token count, else
-  // the embedding's rows.
+  // The vocabulary: <arch>.vocab_size, else the tokenizer's token count,
+  // else the embedding's rows.
   std::optional<int32_t> vocab;
   if (const GgufValue *tokens = file_.find("tokenizer.ggml.tokens"); tokens && tokens->asArray())
     vocab = int32_t(std::min<size_t>(tokens->asArray()->size(), INT32_MAX));
   else if (const GgufTensorInfo *embd = file_.findTensor("token_embd.weight");
            embd && embd->dims.size() == 2 && embd->dims[1] <= INT32_MAX)
     vocab = int32_t(embd->dims[1]);
-  auto vocabSize = intKey("llama.vocab_size", vocab);
+  auto vocabSize = intKey(arch + "vocab_size", vocab);
   if (!vocabSize)
     return vocabSize.status();
   c.vocabSize = *vocabSize;
 
-  auto theta = floatKey("llama.rope.freq_base", 10000.0f);
-  auto eps = floatKey("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  auto theta = floatKey(arch + "rope.freq_base", 10000.0f);
+  auto eps = floatKey(arch + "attention.layer_norm_rms_epsilon", 1e-5f);
   if (!theta)
     return theta.status();
   if (!eps)
     return eps.status();
   c.ropeTheta = *theta;
   c.normEps = *eps;
-  if (!file_.find("llama.attention.layer_norm_rms_epsilon"))
-    notes_.push_back("no llama.attention.layer_norm_rms_epsilon: using 1e-5");
-  // llama.cpp writes "no such token" as uint32 0xFFFFFFFF.
-  for (auto [key, field, fallback] : {std::tuple{"tokenizer.ggml.bos_token_id", &c.bosId, 1},
-                                      std::tuple{"tokenizer.ggml.eos_token_id", &c.eosId, 2}}) {
-    const GgufValue *v = file_.find(key);
-    if (v && v->asInteger() == int64_t(0xFFFFFFFF)) {
-      *field = -1;
-      continue;
-    }
-    auto id = intKey(key, fallback);
-    if (!id)
-      return id.status();
-    *field = *id;
-  }
+  if (!file_.find(arch + "attention.layer_norm_rms_epsilon"))
+    notes_.push_back("no " + arch + "attention.layer_norm_rms_epsilon: using 1e-5");
+  if (Status s = readSpecialTokens(); !s)
+    return s;
+  auto window = intKey(arch + "attention.sliding_window", 0);
+  if (!window)
+    return window.status();
+  c.slidingWindow = *window;
+  c.qkvBias = file_.findTensor("blk.0.attn_q.bias") != nullptr;
+  c.qkNorm = file_.findTensor("blk.0.attn_q_norm.weight") != nullptr;
   if (!(c.ropeTheta > 0) || !(c.normEps > 0))
     return Status::error("rope.freq_base and layer_norm_rms_epsilon must be "
                          "positive");
   if (Status s = validateLlama2cConfig(c); !s)
-    return Status::error("llama hyperparameters: " + s.message());
-  for (const char *key : {"llama.rope.dimension_count", "llama.attention.key_length",
-                          "llama.attention.value_length"}) {
-    auto v = intKey(key, c.headDim());
+    return Status::error(architecture_ + " hyperparameters: " + s.message());
+  for (const char *key :
+       {"rope.dimension_count", "attention.key_length", "attention.value_length"}) {
+    auto v = intKey(arch + key, c.headDim());
     if (!v)
       return v.status();
     if (*v != c.headDim())
-      return Status::error(std::string("metadata '") + key + "' is " + std::to_string(*v) +
-                           ", but Quill's llama needs "
-                           "the head size " +
-                           std::to_string(c.headDim()));
+      return Status::error("metadata '" + arch + key + "' is " + std::to_string(*v) +
+                           ", but Quill needs the head size " + std::to_string(c.headDim()) +
+                           (std::string(key) == "rope.dimension_count"
+                                ? " (a rotary embedding over part of each head is not supported)"
+                                : ""));
   }
-  return Status::ok();
+  if (Status s = readRopeScaling(); !s)
+    return s;
+  return validateLlama2cConfig(c);
 }
 
 Status GgufModel::load() {
@@ -221,6 +356,8 @@ Status GgufModel::load() {
       canonical = "norm";
     } else if (name == "output.weight") {
       canonical = "output";
+    } else if (name == "rope_freqs.weight") {
+      continue; // Read into the config's frequency table.
     } else if (name.compare(0, 4, "blk.") == 0) {
       size_t dot = name.find('.', 4);
       std::string layer = name.substr(4, dot - 4);
@@ -229,12 +366,13 @@ Status GgufModel::load() {
                      (layer.size() == 1 || layer[0] != '0');
       if (numeric && std::stoi(layer) < config_.nLayers && dot != std::string::npos) {
         for (auto [gguf, quill] : kLayerTensors)
-          if (name.compare(dot + 1, std::string::npos, std::string(gguf) + ".weight") == 0)
+          if (name.compare(dot + 1, std::string::npos, gguf) == 0)
             canonical = "layers." + std::to_string(std::stoi(layer)) + "." + quill;
       }
     }
     if (canonical.empty())
-      return fail("unexpected tensor '" + name + "': Quill's llama has no place for it");
+      return fail("unexpected tensor '" + name + "': Quill's " + architecture_ +
+                  " has no place for it");
     if (!info.dtype)
       return fail("tensor '" + name + "' has type " + ggmlTypeName(info.ggmlType) +
                   "; Quill imports F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K");
@@ -245,6 +383,14 @@ Status GgufModel::load() {
     t.shape = info.rowMajorShape();
     t.dtype = *info.dtype;
     t.data = info.data;
+    static const char *const kRotated[] = {".wq", ".wk", ".bq", ".bk", ".q_norm", ".k_norm"};
+    if (usesRotateHalf(architecture_))
+      for (const char *suffix : kRotated)
+        if (canonical.size() > strlen(suffix) &&
+            canonical.compare(canonical.size() - strlen(suffix), std::string::npos, suffix) == 0) {
+          t.rowOrder = RowOrder::RotateHalfToInterleaved;
+          t.headDim = config_.headDim();
+        }
     sourceNames_[canonical] = name;
     byName.emplace(canonical, std::move(t));
   }

@@ -1,5 +1,6 @@
-// Hugging Face Llama checkpoints as ModelSources: config.json, single or
-// sharded safetensors, and tokenizer.json.
+// Hugging Face checkpoints of the Llama family (Llama, Mistral, Qwen2,
+// Qwen3) as ModelSources: config.json, single or sharded safetensors, and
+// tokenizer.json.
 //
 // Rotary layout: Hugging Face's Llama converter permutes each head's Q and
 // K rows so that rotate-half RoPE (pairing x[i] with x[i + headDim/2]) gives
@@ -12,6 +13,7 @@
 #include "compiler/Import/HfTokenizer.h"
 #include "compiler/Import/JsonValue.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
+#include "compiler/Import/RopeScaling.h"
 #include "compiler/Import/SafetensorsFile.h"
 
 #include <algorithm>
@@ -26,15 +28,32 @@ namespace {
 
 /// Hugging Face's per-layer tensor names -> Quill's.
 const std::pair<const char *, const char *> kLayerTensors[] = {
-    {"self_attn.q_proj", "wq"},
-    {"self_attn.k_proj", "wk"},
-    {"self_attn.v_proj", "wv"},
-    {"self_attn.o_proj", "wo"},
-    {"mlp.gate_proj", "w1"},
-    {"mlp.down_proj", "w2"},
-    {"mlp.up_proj", "w3"},
-    {"input_layernorm", "attention_norm"},
-    {"post_attention_layernorm", "ffn_norm"}};
+    {"self_attn.q_proj.weight", "wq"},
+    {"self_attn.k_proj.weight", "wk"},
+    {"self_attn.v_proj.weight", "wv"},
+    {"self_attn.o_proj.weight", "wo"},
+    {"mlp.gate_proj.weight", "w1"},
+    {"mlp.down_proj.weight", "w2"},
+    {"mlp.up_proj.weight", "w3"},
+    {"input_layernorm.weight", "attention_norm"},
+    {"post_attention_layernorm.weight", "ffn_norm"},
+    {"self_attn.q_proj.bias", "bq"},
+    {"self_attn.k_proj.bias", "bk"},
+    {"self_attn.v_proj.bias", "bv"},
+    {"self_attn.q_norm.weight", "q_norm"},
+    {"self_attn.k_norm.weight", "k_norm"}};
+
+/// The model types Quill imports and their classes.
+const std::pair<const char *, const char *> kArchitectures[] = {{"llama", "LlamaForCausalLM"},
+                                                                {"mistral", "MistralForCausalLM"},
+                                                                {"qwen2", "Qwen2ForCausalLM"},
+                                                                {"qwen3", "Qwen3ForCausalLM"}};
+
+/// Quill's tensors whose rows (or elements) rotate-half RoPE pairs.
+bool isRotated(const std::string &kind) {
+  return kind == "wq" || kind == "wk" || kind == "bq" || kind == "bk" || kind == "q_norm" ||
+         kind == "k_norm";
+}
 
 /// Reads config.json fields with the defaults of transformers' LlamaConfig.
 class ConfigReader {
@@ -42,6 +61,7 @@ public:
   ConfigReader(const JsonValue &json, const std::string &path) : json_(json), path_(path) {}
 
   Status error(const std::string &what) const { return Status::error(path_ + ": " + what); }
+  const std::string &path() const { return path_; }
   ErrorOr<int32_t> integer(const char *key, std::optional<int32_t> fallback) {
     const JsonValue *v = json_.find(key);
     if (!v || v->isNull()) {
@@ -72,14 +92,28 @@ public:
   }
   /// A token id, or the first of a list (Llama 3 lists several EOS ids).
   ErrorOr<int32_t> tokenId(const char *key, int32_t fallback) {
+    auto ids = tokenIds(key, fallback);
+    if (!ids)
+      return ids.status();
+    return ids->front();
+  }
+  /// A token id or a list of them; [fallback] when absent.
+  ErrorOr<std::vector<int32_t>> tokenIds(const char *key, int32_t fallback) {
     const JsonValue *v = json_.find(key);
     if (v && v->asArray() && !v->asArray()->empty()) {
-      std::optional<int64_t> i = v->asArray()->front().asInteger();
-      if (!i || *i < 0 || *i > INT32_MAX)
-        return error(std::string("\"") + key + "\" is not a token id");
-      return int32_t(*i);
+      std::vector<int32_t> ids;
+      for (const JsonValue &e : *v->asArray()) {
+        std::optional<int64_t> i = e.asInteger();
+        if (!i || *i < 0 || *i > INT32_MAX)
+          return error(std::string("\"") + key + "\" is not a token id");
+        ids.push_back(int32_t(*i));
+      }
+      return ids;
     }
-    return integer(key, fallback);
+    auto id = integer(key, fallback);
+    if (!id)
+      return id.status();
+    return std::vector<int32_t>{*id};
   }
 
 private:
@@ -115,6 +149,8 @@ private:
   HfLlamaModel() = default;
   Status load(const std::string &weightsFile);
   Status readConfig(const JsonValue &json, const std::string &path);
+  /// rope_scaling into the config's frequency table.
+  Status readRopeScaling(const JsonValue &json, ConfigReader &r);
   /// The safetensors files and which holds each tensor.
   Status openWeights(const std::string &weightsFile);
   std::string sourceNameOf(const std::string &canonical) const override;
@@ -131,31 +167,54 @@ Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) 
   const JsonValue *modelType = json.find("model_type");
   const JsonValue *architectures = json.find("architectures");
   std::string type = modelType && modelType->asString() ? *modelType->asString() : "";
-  std::string declared;
-  bool llamaClass = false;
+  std::string declared, known;
+  std::string classType; // The model type of a known class declared.
   if (architectures && architectures->asArray())
     for (const JsonValue &a : *architectures->asArray())
       if (const std::string *name = a.asString()) {
         declared += (declared.empty() ? "" : ", ") + *name;
-        llamaClass |= *name == "LlamaForCausalLM";
+        for (auto [model, cls] : kArchitectures)
+          if (*name == cls)
+            classType = model;
       }
-  bool accepted = type.empty() ? llamaClass : type == "llama" && (declared.empty() || llamaClass);
+  for (auto [model, cls] : kArchitectures)
+    known += std::string(known.empty() ? "" : ", ") + cls;
+  bool typeKnown = false;
+  for (auto [model, cls] : kArchitectures)
+    typeKnown |= type == model;
+  bool accepted =
+      type.empty() ? !classType.empty() : typeKnown && (declared.empty() || classType == type);
   if (!accepted)
     return r.error("unsupported architecture '" + (declared.empty() ? type : declared) + "'" +
-                   (type.empty() ? "" : " (model_type '" + type + "')") +
-                   "; Quill imports LlamaForCausalLM");
-  architecture_ = "llama";
+                   (type.empty() ? "" : " (model_type '" + type + "')") + "; Quill imports " +
+                   known);
+  architecture_ = type.empty() ? classType : type;
+  const bool qwen = architecture_ == "qwen2" || architecture_ == "qwen3";
   if (const JsonValue *act = json.find("hidden_act"))
     if (!act->asString() || *act->asString() != "silu")
       return r.error("hidden_act must be \"silu\" (SwiGLU)");
-  if (const JsonValue *scaling = json.find("rope_scaling"); scaling && !scaling->isNull())
-    return r.error("rope_scaling is not supported");
-  for (const char *key : {"attention_bias", "mlp_bias"}) {
-    auto bias = r.boolean(key, false);
-    if (!bias)
-      return bias.status();
-    if (*bias)
-      return r.error(std::string("\"") + key + "\": biases are not supported");
+  auto mlpBias = r.boolean("mlp_bias", false);
+  if (!mlpBias)
+    return mlpBias.status();
+  if (*mlpBias)
+    return r.error("\"mlp_bias\": feed-forward biases are not supported");
+  // Qwen2 always has Q, K and V biases; Llama and Qwen3 when attention_bias.
+  auto attentionBias = r.boolean("attention_bias", architecture_ == "qwen2");
+  if (!attentionBias)
+    return attentionBias.status();
+  config_.qkvBias = *attentionBias;
+  config_.qkNorm = architecture_ == "qwen3";
+  // Qwen2's optional window applies to some layers only.
+  auto useWindow = r.boolean("use_sliding_window", architecture_ == "mistral");
+  if (!useWindow)
+    return useWindow.status();
+  if (*useWindow) {
+    auto window = r.integer("sliding_window", 0);
+    if (!window)
+      return window.status();
+    config_.slidingWindow = *window < 0 ? 0 : *window;
+    if (qwen && config_.slidingWindow > 0)
+      return r.error("use_sliding_window: Qwen's per-layer sliding window is not supported");
   }
 
   ModelConfig &c = config_;
@@ -178,11 +237,15 @@ Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) 
   auto theta = r.number("rope_theta", 10000.0f);
   auto tied = r.boolean("tie_word_embeddings", false);
   auto bos = r.tokenId("bos_token_id", 1);
-  auto eos = r.tokenId("eos_token_id", 2);
+  auto eos = r.tokenIds("eos_token_id", 2);
   for (Status s : {kvHeads.status(), context.status(), vocab.status(), eps.status(), theta.status(),
                    tied.status(), bos.status(), eos.status()})
     if (!s)
       return s;
+  c.eosId = eos->front();
+  for (int32_t id : *eos)
+    if (id != c.eosId)
+      c.extraEosIds.push_back(id);
   c.nKvHeads = *kvHeads;
   c.seqLen = *context;
   c.vocabSize = *vocab;
@@ -190,17 +253,73 @@ Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) 
   c.ropeTheta = *theta;
   c.sharedClassifier = *tied;
   c.bosId = *bos;
-  c.eosId = *eos;
+  c.addBos = !qwen;
   if (!(c.ropeTheta > 0) || !(c.normEps > 0))
     return r.error("rope_theta and rms_norm_eps must be positive");
-  if (Status s = validateLlama2cConfig(c); !s)
-    return r.error("llama hyperparameters: " + s.message());
-  auto headDim = r.integer("head_dim", c.headDim());
+  // Qwen3's heads are wider than hidden_size / num_attention_heads.
+  auto headDim = r.integer("head_dim", 0);
   if (!headDim)
     return headDim.status();
-  if (*headDim != c.headDim())
-    return r.error("head_dim " + std::to_string(*headDim) +
-                   " differs from hidden_size / num_attention_heads");
+  if (*headDim > 0 && (c.nHeads <= 0 || c.dim % c.nHeads != 0 || *headDim != c.dim / c.nHeads))
+    c.headDimension = *headDim;
+  if (Status s = validateLlama2cConfig(c); !s)
+    return r.error(architecture_ + " hyperparameters: " + s.message());
+  if (Status s = readRopeScaling(json, r); !s)
+    return s;
+  return validateLlama2cConfig(c);
+}
+
+Status HfLlamaModel::readRopeScaling(const JsonValue &json, ConfigReader &r) {
+  const JsonValue *scaling = json.find("rope_scaling");
+  if (!scaling || scaling->isNull())
+    return Status::ok();
+  if (!scaling->isObject())
+    return r.error("\"rope_scaling\" is not an object");
+  ConfigReader fields(*scaling, r.path());
+  RopeScaling s;
+  const JsonValue *type = scaling->find("rope_type");
+  if (!type)
+    type = scaling->find("type");
+  if (!type || !type->asString())
+    return r.error("\"rope_scaling\" has no \"rope_type\"");
+  s.type = *type->asString();
+  auto number = [&](const char *key, double fallback) -> ErrorOr<double> {
+    const JsonValue *v = scaling->find(key);
+    if (!v || v->isNull())
+      return fallback;
+    if (!v->asNumber())
+      return r.error(std::string("rope_scaling \"") + key + "\" is not a number");
+    return v->asNumber()->value;
+  };
+  struct Field {
+    const char *key;
+    double *value;
+    double fallback;
+  };
+  double original = double(config_.seqLen);
+  for (Field f :
+       {Field{"factor", &s.factor, 1.0}, Field{"low_freq_factor", &s.lowFreqFactor, 1.0},
+        Field{"high_freq_factor", &s.highFreqFactor, 4.0}, Field{"beta_fast", &s.betaFast, 32.0},
+        Field{"beta_slow", &s.betaSlow, 1.0}, Field{"attention_factor", &s.attentionFactor, 0.0},
+        Field{"mscale", &s.mscale, 0.0}, Field{"mscale_all_dim", &s.mscaleAllDim, 0.0},
+        Field{"original_max_position_embeddings", &original, original}}) {
+    auto v = number(f.key, f.fallback);
+    if (!v)
+      return v.status();
+    *f.value = *v;
+  }
+  if (!(original >= 1.0 && original <= double(INT32_MAX)))
+    return r.error("rope_scaling \"original_max_position_embeddings\" is out of range");
+  s.originalContext = int64_t(original);
+  auto truncate = fields.boolean("truncate", true);
+  if (!truncate)
+    return truncate.status();
+  s.truncate = *truncate;
+  auto table = ropeTable(s, config_.ropeTheta, config_.headDim());
+  if (!table)
+    return r.error(table.message());
+  config_.ropeFrequencies = std::move(table->frequencies);
+  config_.ropeAttentionFactor = table->attentionFactor;
   return Status::ok();
 }
 
@@ -271,7 +390,7 @@ std::string HfLlamaModel::sourceNameOf(const std::string &canonical) const {
   if (canonical.compare(0, 7, "layers.") == 0 && dot != std::string::npos)
     for (auto [hf, quill] : kLayerTensors)
       if (canonical.compare(dot + 1, std::string::npos, quill) == 0)
-        return "model.layers." + canonical.substr(7, dot - 7) + "." + hf + ".weight";
+        return "model.layers." + canonical.substr(7, dot - 7) + "." + hf;
   return canonical;
 }
 
@@ -314,16 +433,16 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
         if (rest == "self_attn.rotary_emb.inv_freq")
           continue;
         for (auto [hf, quill] : kLayerTensors)
-          if (rest == std::string(hf) + ".weight") {
+          if (rest == hf) {
             canonical = "layers." + layer + "." + quill;
-            if (std::string(quill) == "wq" || std::string(quill) == "wk")
+            if (isRotated(quill))
               order = RowOrder::RotateHalfToInterleaved;
           }
       }
     }
     if (canonical.empty())
-      return Status::error(files_[f].path() + ": unexpected tensor '" + name +
-                           "': Quill's llama has no place for it");
+      return Status::error(files_[f].path() + ": unexpected tensor '" + name + "': Quill's " +
+                           architecture_ + " has no place for it");
     if (!st.sourceDType)
       return Status::error(files_[f].path() + ": tensor '" + name + "' has dtype " + st.dtype +
                            "; Quill imports F32, F16 and BF16");

@@ -72,7 +72,9 @@ Status quill::validateLlama2cConfig(const ModelConfig &c) {
       return Status::error(std::string(name) + " is " + std::to_string(value) +
                            ", implausibly large (limit " + std::to_string(kLlama2cMaxField) + ")");
   }
-  if (c.dim % c.nHeads != 0)
+  if (c.headDimension < 0 || c.headDimension > 1024)
+    return Status::error("head_dim " + std::to_string(c.headDimension) + " is outside 1..1024");
+  if (c.headDimension == 0 && c.dim % c.nHeads != 0)
     return Status::error("dim " + std::to_string(c.dim) + " is not divisible by n_heads " +
                          std::to_string(c.nHeads));
   if (c.nKvHeads > c.nHeads)
@@ -83,8 +85,24 @@ Status quill::validateLlama2cConfig(const ModelConfig &c) {
                          " is not a multiple of n_kv_heads " + std::to_string(c.nKvHeads));
   // RoPE rotates (even, odd) pairs inside each head.
   if (c.headDim() % 2 != 0)
-    return Status::error("head size " + std::to_string(c.headDim()) +
-                         " (dim / n_heads) is odd; RoPE needs pairs");
+    return Status::error("head size " + std::to_string(c.headDim()) + " is odd; RoPE needs pairs");
+  if (!c.ropeFrequencies.empty() && int64_t(c.ropeFrequencies.size()) * 2 != c.headDim())
+    return Status::error("the RoPE frequency table has " +
+                         std::to_string(c.ropeFrequencies.size()) + " entries, expected " +
+                         std::to_string(c.headDim() / 2));
+  for (float f : c.ropeFrequencies)
+    if (!std::isfinite(f) || !(f > 0))
+      return Status::error("the RoPE frequency table holds " + std::to_string(f) +
+                           ", not a positive float32");
+  if (!std::isfinite(c.ropeAttentionFactor) || !(c.ropeAttentionFactor > 0))
+    return Status::error("the RoPE attention factor " + std::to_string(c.ropeAttentionFactor) +
+                         " is not a positive float32");
+  if (c.slidingWindow < 0)
+    return Status::error("sliding window " + std::to_string(c.slidingWindow) + " is negative");
+  for (int32_t id : c.extraEosIds)
+    if (id < 0 || id >= c.vocabSize)
+      return Status::error("end token id " + std::to_string(id) + " is outside the vocabulary of " +
+                           std::to_string(c.vocabSize));
   // The runtime begins every prompt with BOS and stops at EOS.
   for (auto [name, id] : {std::pair{"bos token id", c.bosId}, std::pair{"eos token id", c.eosId}})
     if (id < 0 || id >= c.vocabSize)
@@ -168,10 +186,21 @@ std::vector<std::string> quill::llama2cCanonicalNames(const ModelConfig &c) {
   static const char *const kLayerKinds[] = {"attention_norm", "wq", "wk", "wv", "wo",
                                             "ffn_norm",       "w1", "w2", "w3"};
   std::vector<std::string> names{"tok_embeddings"};
-  for (int l = 0; l < c.nLayers; ++l)
+  for (int l = 0; l < c.nLayers; ++l) {
+    std::string prefix = "layers." + std::to_string(l) + ".";
     for (const char *kind : kLayerKinds)
-      names.push_back("layers." + std::to_string(l) + "." + kind);
+      names.push_back(prefix + kind);
+    // The other families' extras, after llama2.c's own.
+    if (c.qkvBias)
+      for (const char *kind : {"bq", "bk", "bv"})
+        names.push_back(prefix + kind);
+    if (c.qkNorm)
+      for (const char *kind : {"q_norm", "k_norm"})
+        names.push_back(prefix + kind);
+  }
   names.push_back("norm");
+  if (!c.ropeFrequencies.empty())
+    names.push_back("rope_freqs");
   if (!c.sharedClassifier)
     names.push_back("output");
   return names;

@@ -36,11 +36,14 @@ const ImportedTensor *ModelSource::find(const std::string &name) const {
 }
 
 std::vector<int64_t> canonicalShape(const ModelConfig &c, const std::string &name) {
-  const int64_t dim = c.dim, hidden = c.hiddenDim, kvDim = c.kvDim(), vocab = c.vocabSize;
+  const int64_t dim = c.dim, hidden = c.hiddenDim, qDim = c.qDim(), kvDim = c.kvDim(),
+                vocab = c.vocabSize, headDim = c.headDim();
   if (name == "tok_embeddings" || name == "output")
     return {vocab, dim};
   if (name == "norm")
     return {dim};
+  if (name == "rope_freqs")
+    return {headDim / 2};
   const std::string prefix = "layers.";
   if (name.compare(0, prefix.size(), prefix) != 0)
     return {};
@@ -50,10 +53,18 @@ std::vector<int64_t> canonicalShape(const ModelConfig &c, const std::string &nam
   std::string kind = name.substr(dot + 1);
   if (kind == "attention_norm" || kind == "ffn_norm")
     return {dim};
-  if (kind == "wq" || kind == "wo")
-    return {dim, dim};
+  if (kind == "wq")
+    return {qDim, dim};
+  if (kind == "wo")
+    return {dim, qDim};
   if (kind == "wk" || kind == "wv")
     return {kvDim, dim};
+  if (kind == "bq")
+    return {qDim};
+  if (kind == "bk" || kind == "bv")
+    return {kvDim};
+  if (kind == "q_norm" || kind == "k_norm")
+    return {headDim};
   if (kind == "w1" || kind == "w3")
     return {hidden, dim};
   if (kind == "w2")
@@ -71,7 +82,24 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 Status ModelSource::setTensors(std::unordered_map<std::string, ImportedTensor> byName) {
   tensors_.clear();
   indexByName_.clear();
-  for (const std::string &name : llama2cCanonicalNames(config_)) {
+  if (!config_.ropeFrequencies.empty()) {
+    // Computed at import from the RoPE scaling: the config owns the values.
+    ImportedTensor freqs;
+    freqs.name = "rope_freqs";
+    freqs.shape = {int64_t(config_.ropeFrequencies.size())};
+    freqs.sourceName = "rope_freqs (computed from the RoPE scaling)";
+    freqs.sourceFile = path_;
+    freqs.data = reinterpret_cast<const uint8_t *>(config_.ropeFrequencies.data());
+    byName["rope_freqs"] = std::move(freqs);
+  }
+  const std::vector<std::string> canonical = llama2cCanonicalNames(config_);
+  // A tensor the config gives no place (a bias in a model without biases)
+  // would be silently dropped: refused instead.
+  for (const auto &[name, t] : byName)
+    if (std::find(canonical.begin(), canonical.end(), name) == canonical.end())
+      return Status::error(t.sourceFile + ": unexpected tensor '" + t.sourceName +
+                           "': the model's configuration has no place for it");
+  for (const std::string &name : canonical) {
     auto it = byName.find(name);
     if (it == byName.end()) {
       std::string source = sourceNameOf(name);
@@ -105,8 +133,16 @@ static int64_t storedRow(const ImportedTensor &t, int64_t row) {
   return row / t.headDim * t.headDim + (within % 2) * half + within / 2;
 }
 
+/// Rows the row order applies to: a matrix's rows, or a reordered vector's
+/// elements (a Q or K bias, a q/k norm weight).
+static int64_t rowsOf(const ImportedTensor &t) {
+  if (t.shape.size() == 2)
+    return t.shape[0];
+  return t.rowOrder == RowOrder::AsStored ? 1 : t.numElements();
+}
+
 Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
-  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t rows = rowsOf(t);
   const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
   if (t.rowOrder == RowOrder::AsStored) {
     convertToFloat(t.dtype, t.data, t.numElements(), out);
@@ -124,7 +160,7 @@ Status ModelSource::readTensor(const ImportedTensor &t, float *out) const {
 
 Status ModelSource::readTensorEncoded(const ImportedTensor &t, SourceDType encoding,
                                       uint8_t *out) const {
-  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t rows = rowsOf(t);
   const int64_t columns = rows > 0 ? t.numElements() / rows : 0;
   std::optional<uint64_t> storedBytes = dtypeBytes(t.dtype, uint64_t(columns));
   std::optional<uint64_t> encodedRow = dtypeBytes(encoding, uint64_t(columns));

@@ -87,8 +87,8 @@ protected:
 
   /// Checks `byName` (canonical name -> tensor) against the canonical names
   /// and shapes `config_` implies and stores them in canonical order. An
-  /// error names the file, the tensor and the mismatch. Extra names in
-  /// `byName` are the caller's business.
+  /// error names the file, the tensor and the mismatch, or a tensor the
+  /// config has no place for.
   Status setTensors(std::unordered_map<std::string, ImportedTensor> byName);
   /// The file's name for a canonical tensor, for "missing tensor" errors.
   virtual std::string sourceNameOf(const std::string &canonical) const { return canonical; }

@@ -1,7 +1,8 @@
-// The steps of a Llama-architecture model, as llama2.c's forward() computes
-// them: the decode step of one token, the prefill step of a chunk of tokens
-// (the same layers on [T, width] activations), and the batch step (token rows
-// of many sequences over a paged KV cache).
+// The steps of a Llama-family model, as llama2.c's forward() computes them
+// with the other families' features where the config has them (Qwen2's QKV
+// biases, Qwen3's q/k norms and head width, scaled RoPE frequencies): the decode step of one token,
+// the prefill step of a chunk of tokens (the same layers on [T, width] activations), and the batch
+// step (token rows of many sequences over a paged KV cache).
 #include "compiler/Import/StepBuilder.h"
 
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -66,6 +67,15 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   auto eps = b.getF32FloatAttr(config.normEps);
   auto theta = b.getF32FloatAttr(config.ropeTheta);
   auto headDim = b.getI64IntegerAttr(config.headDim());
+  const int64_t qDim = config.qDim();
+  // A RoPE scaling's inverse frequencies, computed at import, and YaRN's
+  // attention factor.
+  Value freqs = config.ropeFrequencies.empty()
+                    ? Value()
+                    : weight("rope_freqs", vec(int64_t(config.ropeFrequencies.size())));
+  FloatAttr attentionFactor = config.ropeAttentionFactor != 1.0f
+                                  ? b.getF32FloatAttr(config.ropeAttentionFactor)
+                                  : FloatAttr();
 
   Value embeddings = weight("tok_embeddings", mat(vocab, dim));
   Value x =
@@ -76,21 +86,34 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   for (int layer = 0; layer < config.nLayers; ++layer) {
     std::string p = "layers." + std::to_string(layer) + ".";
     Location l = NameLoc::get(b.getStringAttr("layer" + std::to_string(layer)));
-    auto linear = [&](Value input, const std::string &name, int64_t out, int64_t in) -> Value {
+    auto linear = [&](Value input, const std::string &name, int64_t out, int64_t in,
+                      const std::string &biasName = "") -> Value {
+      Value bias = biasName.empty() ? Value() : weight(p + biasName, vec(out));
       return q::LinearOp::create(b, l, act(out), input, weight(p + name, mat(out, in)),
-                                 /*residual=*/Value(), /*tile=*/ValueRange{}, liveRows,
+                                 /*residual=*/Value(), bias, /*tile=*/ValueRange{}, liveRows,
                                  /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     };
-    // Attention block: norm, q/k/v, rotary, cache, attention, output, residual.
+    auto rope = [&](Value input, int64_t width) -> Value {
+      return q::RoPEOp::create(b, l, act(width), input, pos, liveRows, freqs,
+                               /*tile=*/ValueRange{}, headDim, theta, attentionFactor);
+    };
+    // Attention block: norm, q/k/v (with Qwen2's biases), Qwen3's per-head
+    // q/k norms, rotary, cache, attention, output, residual.
     Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps,
-                                   /*tile=*/ValueRange{});
-    Value qv = linear(h, "wq", dim, dim);
-    Value k = linear(h, "wk", kvDim, dim);
-    Value v = linear(h, "wv", kvDim, dim);
-    qv =
-        q::RoPEOp::create(b, l, act(dim), qv, pos, liveRows, /*tile=*/ValueRange{}, headDim, theta);
-    k = q::RoPEOp::create(b, l, act(kvDim), k, pos, liveRows, /*tile=*/ValueRange{}, headDim,
-                          theta);
+                                   /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
+    const bool bias = config.qkvBias;
+    Value qv = linear(h, "wq", qDim, dim, bias ? "bq" : "");
+    Value k = linear(h, "wk", kvDim, dim, bias ? "bk" : "");
+    Value v = linear(h, "wv", kvDim, dim, bias ? "bv" : "");
+    if (config.qkNorm) {
+      int64_t width = config.headDim();
+      qv = q::RMSNormOp::create(b, l, act(qDim), qv, weight(p + "q_norm", vec(width)), eps,
+                                /*tile=*/ValueRange{}, headDim);
+      k = q::RMSNormOp::create(b, l, act(kvDim), k, weight(p + "k_norm", vec(width)), eps,
+                               /*tile=*/ValueRange{}, headDim);
+    }
+    qv = rope(qv, qDim);
+    k = rope(k, kvDim);
     Value attended;
     if (batch) {
       auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, f32);
@@ -98,7 +121,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       Value values = q::KVCacheOp::create(b, l, pool, "value", layer);
       keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos);
       values = q::PagedKVWriteOp::create(b, l, pool, v, values, tables, pos);
-      attended = q::PagedAttentionOp::create(b, l, act(dim), qv, keys, values, tables, pos,
+      attended = q::PagedAttentionOp::create(b, l, act(qDim), qv, keys, values, tables, pos,
                                              config.nHeads, config.nKvHeads, ValueRange{});
     } else {
       Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
@@ -106,13 +129,13 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos, /*tile=*/ValueRange{});
       values =
           q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
-      attended = q::AttentionOp::create(b, l, act(dim), qv, keys, values, pos, config.nHeads,
+      attended = q::AttentionOp::create(b, l, act(qDim), qv, keys, values, pos, config.nHeads,
                                         config.nKvHeads, ValueRange{}, /*tile_rows=*/false);
     }
-    x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, dim));
+    x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, qDim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.
     h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps,
-                             /*tile=*/ValueRange{});
+                             /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
     Value gate = linear(h, "w1", hidden, dim);
     Value up = linear(h, "w3", hidden, dim);
     Value activated = q::SwiGLUOp::create(b, l, act(hidden), gate, up);
@@ -124,11 +147,12 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
     x = q::RowOp::create(b, loc, vec(dim), x, rows - 1);
   Type finalType = batch ? mat(rows, dim) : vec(dim);
   x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps,
-                           /*tile=*/ValueRange{});
+                           /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
-  Value logits = q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
-                                     /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
-                                     /*normEps=*/FloatAttr());
+  Value logits =
+      q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
+                          /*bias=*/Value(), /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
+                          /*normEps=*/FloatAttr());
   func::ReturnOp::create(b, loc, logits);
 }
 

@@ -22,6 +22,17 @@ std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
   w.put<float>(c.ropeTheta);
   w.put<float>(c.normEps);
   w.put<uint8_t>(c.sharedClassifier ? 1 : 0);
+  // Version 6: the Llama-family features. The rotary frequencies travel as
+  // the rope_freqs weight, which only the kernels read.
+  w.put<int32_t>(c.headDimension);
+  w.put<uint8_t>(c.qkvBias ? 1 : 0);
+  w.put<uint8_t>(c.qkNorm ? 1 : 0);
+  w.put<int32_t>(c.slidingWindow);
+  w.put<float>(c.ropeAttentionFactor);
+  w.put<uint8_t>(c.addBos ? 1 : 0);
+  w.put<uint32_t>(static_cast<uint32_t>(c.extraEosIds.size()));
+  for (int32_t id : c.extraEosIds)
+    w.put<int32_t>(id);
   return std::move(w.bytes());
 }
 
@@ -34,12 +45,28 @@ ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
   c.ropeTheta = r.get<float>();
   c.normEps = r.get<float>();
   c.sharedClassifier = r.get<uint8_t>() != 0;
+  c.headDimension = r.get<int32_t>();
+  c.qkvBias = r.get<uint8_t>() != 0;
+  c.qkNorm = r.get<uint8_t>() != 0;
+  c.slidingWindow = r.get<int32_t>();
+  c.ropeAttentionFactor = r.get<float>();
+  c.addBos = r.get<uint8_t>() != 0;
+  uint32_t extraEos = r.get<uint32_t>();
+  if (!r.ok() || extraEos > r.remaining() / sizeof(int32_t))
+    return Status::error("config section is truncated");
+  for (uint32_t i = 0; i < extraEos; ++i)
+    c.extraEosIds.push_back(r.get<int32_t>());
   if (!r.ok())
     return Status::error("config section is truncated");
+  for (int32_t id : c.extraEosIds)
+    if (id < 0 || id >= c.vocabSize)
+      return Status::error("config section holds an end token outside the vocabulary");
   if (c.dim <= 0 || c.hiddenDim <= 0 || c.nLayers <= 0 || c.nHeads <= 0 || c.nKvHeads <= 0 ||
-      c.vocabSize <= 0 || c.seqLen <= 0 || c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 ||
-      !std::isfinite(c.ropeTheta) || !(c.normEps > 0) || c.bosId < 0 || c.bosId >= c.vocabSize ||
-      c.eosId < 0 || c.eosId >= c.vocabSize)
+      c.vocabSize <= 0 || c.seqLen <= 0 || c.headDimension < 0 || c.headDimension > 1024 ||
+      (c.headDimension == 0 && c.dim % c.nHeads != 0) || c.headDim() % 2 != 0 ||
+      c.nHeads % c.nKvHeads != 0 || c.slidingWindow < 0 || !std::isfinite(c.ropeAttentionFactor) ||
+      !(c.ropeAttentionFactor > 0) || !std::isfinite(c.ropeTheta) || !(c.normEps > 0) ||
+      c.bosId < 0 || c.bosId >= c.vocabSize || c.eosId < 0 || c.eosId >= c.vocabSize)
     return Status::error("config section holds impossible dimensions");
   return c;
 }

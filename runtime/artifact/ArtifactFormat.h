@@ -22,7 +22,9 @@ namespace quill {
 constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 4: CUDA kernels read the token and position from device memory.
 /// 5: the CPU kernel library states each kernel's contract (KernelContract.h).
-constexpr uint32_t kArtifactVersion = 5;
+/// 6: the config holds the Llama-family features (head width, biases, q/k
+///    norms, sliding window, end tokens, BOS policy).
+constexpr uint32_t kArtifactVersion = 6;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {

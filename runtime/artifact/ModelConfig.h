@@ -1,8 +1,10 @@
-// The hyperparameters of a Llama-architecture model: what the importer reads,
-// the compiler shapes the step from, and the artifact carries to the runtime.
+// The hyperparameters of a Llama-family model (Llama 2 and 3, Qwen 2 and 3,
+// Mistral, SmolLM): what the importer reads, the compiler shapes the step
+// from, and the artifact carries to the runtime.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace quill {
 
@@ -20,8 +22,55 @@ struct ModelConfig {
   int32_t eosId = 2;
   bool sharedClassifier = true; ///< Logits use the token embedding table.
 
-  int32_t headDim() const { return dim / nHeads; }
+  /// Elements per attention head; 0 means dim / nHeads. Qwen3 sets it
+  /// apart, so the attention width nHeads * headDim need not be dim.
+  int32_t headDimension = 0;
+  /// Q, K and V projections have biases (Qwen2): tensors layers.N.{bq,bk,bv}.
+  bool qkvBias = false;
+  /// Each head of q and k is RMS-normalized before the rotary embedding
+  /// (Qwen3): tensors layers.N.{q_norm,k_norm} of headDim elements.
+  bool qkNorm = false;
+  /// Sliding-window attention (Mistral): a position attends to the last
+  /// slidingWindow positions, itself included; 0 means the whole context.
+  int32_t slidingWindow = 0;
+  /// The rotary embedding's inverse frequencies per pair of a head's
+  /// elements (headDim / 2), when a RoPE scaling (linear, llama3, yarn)
+  /// changed them from theta^(-2i / headDim); empty otherwise. The compiler
+  /// stores them as the constant tensor rope_freqs.
+  std::vector<float> ropeFrequencies;
+  /// YaRN's attention factor: cos and sin are multiplied by it (1 otherwise).
+  float ropeAttentionFactor = 1.0f;
+  /// Tokens that end generation besides eosId (Llama 3's <|eot_id|> and
+  /// <|eom_id|>, generation_config.json's eos_token_id lists).
+  std::vector<int32_t> extraEosIds;
+  /// Prompts start with bosId (false for Qwen, whose add_bos_token is off).
+  bool addBos = true;
+
+  int32_t headDim() const { return headDimension > 0 ? headDimension : dim / nHeads; }
+  /// Width of the query and of the attention output: nHeads * headDim.
+  int32_t qDim() const { return headDim() * nHeads; }
   int32_t kvDim() const { return headDim() * nKvHeads; }
+  /// The tokens that end generation: eosId, the extra end tokens, and BOS
+  /// (llama2.c-trained models separate documents with it), once each.
+  std::vector<int32_t> endTokens() const {
+    std::vector<int32_t> ends = {eosId};
+    for (int32_t id : extraEosIds)
+      if (id != eosId)
+        ends.push_back(id);
+    if (bosId >= 0 && bosId != eosId && !isEndToken(bosId, ends))
+      ends.push_back(bosId);
+    return ends;
+  }
+  /// Whether `token` ends generation.
+  bool isEndToken(int32_t token) const { return isEndToken(token, endTokens()); }
+
+private:
+  static bool isEndToken(int32_t token, const std::vector<int32_t> &ends) {
+    for (int32_t id : ends)
+      if (token == id)
+        return true;
+    return false;
+  }
 };
 
 } // namespace quill

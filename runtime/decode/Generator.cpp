@@ -16,9 +16,10 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
   if (request.maxNewTokens < 0)
     return Status::error("the number of new tokens must not be negative");
   GenerationResult result;
-  result.promptTokens = request.promptTokens.empty()
-                            ? tokenizer_.encode(request.prompt, /*addBos=*/true, /*addEos=*/false)
-                            : request.promptTokens;
+  result.promptTokens =
+      request.promptTokens.empty()
+          ? tokenizer_.encode(request.prompt, /*addBos=*/config_.addBos, /*addEos=*/false)
+          : request.promptTokens;
   const int32_t promptLength = static_cast<int32_t>(result.promptTokens.size());
   if (promptLength > config_.seqLen)
     return Status::error("the prompt has " + std::to_string(promptLength) +

@@ -41,8 +41,7 @@ bool SequenceOutput::wantsToken() {
 }
 
 bool SequenceOutput::accept(int32_t token, const StepLogprobs *logprobs) {
-  // llama2.c-trained models separate documents with BOS: an end as well.
-  if (!ignoreEos_ && (token == config_.eosId || token == config_.bosId)) {
+  if (!ignoreEos_ && config_.isEndToken(token)) {
     result_.stop = StopReason::Eos;
     return false;
   }

@@ -9,10 +9,7 @@ namespace quill::scheduler {
 std::vector<int32_t> beamEndTokens(const GenerationRequest &request, const ModelConfig &config) {
   if (request.ignoreEos)
     return {};
-  std::vector<int32_t> ends = {config.eosId};
-  if (config.bosId != config.eosId)
-    ends.push_back(config.bosId);
-  return ends;
+  return config.endTokens();
 }
 
 /// The log-softmax of each beam's processed logits, beam by beam.

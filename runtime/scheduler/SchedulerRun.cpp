@@ -33,9 +33,10 @@ void Run::queueRequests() {
       fail(i, s);
       continue;
     }
-    prompts_[i] = request.promptTokens.empty()
-                      ? tokenizer_.encode(request.prompt, /*addBos=*/true, /*addEos=*/false)
-                      : request.promptTokens;
+    prompts_[i] =
+        request.promptTokens.empty()
+            ? tokenizer_.encode(request.prompt, /*addBos=*/config_.addBos, /*addEos=*/false)
+            : request.promptTokens;
     int32_t length = static_cast<int32_t>(prompts_[i].size());
     stats_.promptTokens += length;
     if (Status s = checkPromptLength(i, length, config_.seqLen); !s) {

@@ -220,12 +220,12 @@ TEST(ModelFormatsBadInput, BrokenGgufAndSafetensors) {
   writeBytes(version, v9);
   expectCleanFailure(compile(version, "bad", "--tokenizer " + tok),
                      version + ": unsupported GGUF version 9");
-  GgufWriter qwen;
-  qwen.addString("general.architecture", "qwen2");
-  std::string arch = tempDir() + "/qwen.gguf";
-  writeBytes(arch, qwen.bytes());
+  GgufWriter phi;
+  phi.addString("general.architecture", "phi3");
+  std::string arch = tempDir() + "/phi3.gguf";
+  writeBytes(arch, phi.bytes());
   expectCleanFailure(compile(arch, "bad", "--tokenizer " + tok),
-                     arch + ": unsupported architecture 'qwen2'");
+                     arch + ": unsupported architecture 'phi3'");
 
   std::string dir = tempDir() + "/lying-hf";
   fs::create_directories(dir);

@@ -4,6 +4,7 @@
 // forward pass run on the values the encoding stands for (dequantized by
 // the test writers' own formulas), and do not depend on the thread count.
 #include "ReferenceForward.h"
+#include "StepChecks.h"
 #include "TestSupport.h"
 #include "compiler/Import/ModelSource.h"
 #include "runtime/scheduler/BatchScheduler.h"
@@ -30,97 +31,6 @@ ModelConfig quantConfig(bool shared) {
   return c;
 }
 
-/// max |a - b| / max |b|.
-double relativeDifference(const float *got, const std::vector<float> &expected) {
-  double maxDiff = 0, maxRef = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - expected[i]));
-    maxRef = std::max(maxRef, std::fabs(double(expected[i])));
-  }
-  return maxDiff / maxRef;
-}
-
-int tokenAt(int pos, int vocab) { return pos == 0 ? 1 : (pos * 97 + 13) % vocab; }
-
-/// The decode and prefill steps against `oracleModel`, one and two threads
-/// bitwise equal.
-void checkDecodeAndPrefill(const std::string &artifact, const std::string &oracleModel,
-                           const ModelConfig &c, const std::string &what) {
-  LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
-  ASSERT_TRUE(one.device && two.device);
-  auto oracle = ReferenceModel::load(oracleModel);
-  ASSERT_TRUE(oracle.isOk()) << oracle.message();
-  const int chunk = one.device->prefillChunk();
-  ASSERT_GT(chunk, 0);
-  std::vector<int32_t> prompt;
-  std::vector<float> expected;
-  for (int pos = 0; pos < chunk; ++pos) {
-    prompt.push_back(tokenAt(pos, c.vocabSize));
-    expected = oracle->forward(prompt.back(), pos);
-  }
-  one.device->prefill(prompt.data(), 0);
-  two.device->prefill(prompt.data(), 0);
-  EXPECT_LE(relativeDifference(one.device->logits(), expected), 1e-4) << what << " prefill";
-  ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
-      << what << ": prefill logits depend on the thread count";
-  for (int pos = chunk; pos < chunk + 12; ++pos) {
-    int token = tokenAt(pos, c.vocabSize);
-    one.device->step(token, pos);
-    two.device->step(token, pos);
-    expected = oracle->forward(token, pos);
-    ASSERT_LE(relativeDifference(one.device->logits(), expected), 1e-4)
-        << what << " decode at position " << pos;
-    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
-        << what << ": decode logits depend on the thread count at position " << pos;
-  }
-}
-
-/// The batch step: one sequence alone, then beside a second one, against
-/// the oracle; the first sequence's logits are the same bits either way.
-void checkBatch(const std::string &artifact, const std::string &oracleModel, const ModelConfig &c,
-                const std::string &what) {
-  LoadedArtifact loaded = load(artifact, 2);
-  ASSERT_TRUE(loaded.device && loaded.device->batchLayout());
-  auto cache = createPagedCache(*loaded.device, c, /*budgetBytes=*/8 << 20, 2);
-  ASSERT_TRUE(cache.isOk()) << cache.message();
-  PagedKVCache &kv = **cache;
-  auto oracle = ReferenceModel::load(oracleModel);
-  ASSERT_TRUE(oracle.isOk()) << oracle.message();
-  const BatchLayout &layout = *loaded.device->batchLayout();
-  PagedKVCache::SequenceId a = kv.createSequence(), b = kv.createSequence();
-  std::vector<float> alone(c.vocabSize);
-  for (int pos = 0; pos < 10; ++pos) {
-    ASSERT_TRUE(kv.append(a, 1).isOk());
-    std::vector<float> expected = oracle->forward(tokenAt(pos, c.vocabSize), pos);
-    for (int withOther = 0; withOther < 2; ++withOther) {
-      int32_t *tables = loaded.device->batchTables();
-      std::fill_n(tables, 2 * layout.tableWidth, 0);
-      const std::vector<int32_t> &ta = kv.blockTable(a);
-      std::copy(ta.begin(), ta.end(), tables);
-      loaded.device->batchTokens()[0] = tokenAt(pos, c.vocabSize);
-      loaded.device->batchPositions()[0] = pos;
-      if (withOther) {
-        // The other sequence rewrites its own position 0 each time.
-        if (kv.length(b) == 0)
-          ASSERT_TRUE(kv.append(b, 1).isOk());
-        const std::vector<int32_t> &tb = kv.blockTable(b);
-        std::copy(tb.begin(), tb.end(), tables + layout.tableWidth);
-        loaded.device->batchTokens()[1] = 5;
-        loaded.device->batchPositions()[1] = 0;
-      }
-      loaded.device->batchStep(1 + withOther, 1 + withOther);
-      const float *got = loaded.device->batchLogits();
-      if (!withOther) {
-        ASSERT_LE(relativeDifference(got, expected), 1e-4) << what << " batch at " << pos;
-        std::memcpy(alone.data(), got, c.vocabSize * 4);
-      } else {
-        ASSERT_EQ(std::memcmp(alone.data(), got, c.vocabSize * 4), 0)
-            << what << ": a row's logits depend on the batch at position " << pos;
-      }
-    }
-  }
-}
-
 struct FileEncoding {
   const char *type; ///< encodeTensor's name, or "Q4_K_M".
   bool shared;      ///< The classifier shares the embedding.
@@ -142,8 +52,8 @@ TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
   std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                          "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  checkDecodeAndPrefill(artifact, reference, c, e.type);
-  checkBatch(artifact, reference, c, e.type);
+  checkDecodeAndPrefill(artifact, oracleFile(reference), c, e.type);
+  checkBatch(artifact, oracleFile(reference), c, e.type);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FileEncodings,
@@ -193,7 +103,7 @@ TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
                                          std::string("--quantize ") + s.flag +
                                              " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  checkDecodeAndPrefill(artifact, reference, c, s.flag);
+  checkDecodeAndPrefill(artifact, oracleFile(reference), c, s.flag);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,6 +1,7 @@
 // llama2.c run.c forward pass, step by step, with a minimal checkpoint reader.
 #include "tests/e2e/ReferenceForward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,12 +17,12 @@ struct FileCloser {
 };
 
 /// o = weight * x / rms(x), with llama2.c's epsilon placement.
-void rmsnorm(float *o, const float *x, const float *weight, int size) {
+void rmsnorm(float *o, const float *x, const float *weight, int size, float eps) {
   float ss = 0.0f;
   for (int j = 0; j < size; j++)
     ss += x[j] * x[j];
   ss /= size;
-  ss += 1e-5f;
+  ss += eps;
   ss = 1.0f / sqrtf(ss);
   for (int j = 0; j < size; j++)
     o[j] = weight[j] * (ss * x[j]);
@@ -91,8 +92,7 @@ ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {
   for (int32_t v : p)
     if (v <= 0 || v > (1 << 24))
       return Status::error(path + ": header field out of range");
-  ReferenceModel m;
-  ModelConfig &c = m.config_;
+  ModelConfig c;
   c.dim = p[0];
   c.hiddenDim = p[1];
   c.nLayers = p[2];
@@ -104,58 +104,108 @@ ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {
   if (c.dim % c.nHeads != 0 || c.nHeads % c.nKvHeads != 0 || c.headDim() % 2 != 0)
     return Status::error(path + ": inconsistent head counts");
 
-  // Lay the weights out in file order; 128-bit sizes cannot overflow with
-  // fields capped at 2^24.
+  // The weights in file order, as (name, count) blocks; 128-bit sizes
+  // cannot overflow with fields capped at 2^24.
   using Wide = unsigned __int128;
-  const Wide dim = c.dim, hidden = c.hiddenDim, layers = c.nLayers, vocab = c.vocabSize,
-             kvDim = Wide(c.kvDim());
-  Wide cursor = 0;
-  auto take = [&](Wide count) {
-    Wide start = cursor;
-    cursor += count;
-    return size_t(start);
+  const Wide dim = c.dim, hidden = c.hiddenDim, vocab = c.vocabSize, kvDim = Wide(c.kvDim());
+  std::vector<std::pair<std::string, Wide>> blocks;
+  auto perLayer = [&](const char *kind, Wide count) {
+    for (int l = 0; l < c.nLayers; ++l)
+      blocks.emplace_back("layers." + std::to_string(l) + "." + kind, count);
   };
-  Offsets &o = m.off_;
-  auto takeLayerMatrices = [&] {
-    o.wq = take(layers * dim * dim);
-    o.wk = take(layers * kvDim * dim);
-    o.wv = take(layers * kvDim * dim);
-    o.wo = take(layers * dim * dim);
+  auto layerMatrices = [&] {
+    perLayer("wq", dim * dim);
+    perLayer("wk", kvDim * dim);
+    perLayer("wv", kvDim * dim);
+    perLayer("wo", dim * dim);
   };
+  const Wide freqCis = Wide(c.seqLen) * (c.headDim() / 2);
   if (!isV1) {
-    o.tokenEmbedding = take(vocab * dim);
-    o.rmsAtt = take(layers * dim);
-    takeLayerMatrices();
-    o.rmsFfn = take(layers * dim);
-    o.w1 = take(layers * hidden * dim);
-    o.w2 = take(layers * dim * hidden);
-    o.w3 = take(layers * hidden * dim);
-    o.rmsFinal = take(dim);
-    take(Wide(c.seqLen) * (c.headDim() / 2)); // freq_cis_real (unused)
-    take(Wide(c.seqLen) * (c.headDim() / 2)); // freq_cis_imag (unused)
+    blocks.emplace_back("tok_embeddings", vocab * dim);
+    perLayer("attention_norm", dim);
+    layerMatrices();
+    perLayer("ffn_norm", dim);
+    perLayer("w1", hidden * dim);
+    perLayer("w2", dim * hidden);
+    perLayer("w3", hidden * dim);
+    blocks.emplace_back("norm", dim);
+    blocks.emplace_back("", 2 * freqCis); // freq_cis_real, freq_cis_imag (unused)
   } else {
-    o.rmsAtt = take(layers * dim);
-    o.rmsFfn = take(layers * dim);
-    o.rmsFinal = take(dim);
-    o.tokenEmbedding = take(vocab * dim);
-    takeLayerMatrices();
-    o.w1 = take(layers * hidden * dim);
-    o.w2 = take(layers * dim * hidden);
-    o.w3 = take(layers * hidden * dim);
+    perLayer("attention_norm", dim);
+    perLayer("ffn_norm", dim);
+    blocks.emplace_back("norm", dim);
+    blocks.emplace_back("tok_embeddings", vocab * dim);
+    layerMatrices();
+    perLayer("w1", hidden * dim);
+    perLayer("w2", dim * hidden);
+    perLayer("w3", hidden * dim);
   }
-  o.wcls = shared ? o.tokenEmbedding : take(vocab * dim);
+  if (!shared)
+    blocks.emplace_back("output", vocab * dim);
+  Wide floats = 0;
+  for (const auto &block : blocks)
+    floats += block.second;
 
   std::fseek(file.get(), 0, SEEK_END);
   long fileBytes = std::ftell(file.get());
-  if (fileBytes < 0 || Wide(fileBytes) != Wide(headerBytes) + cursor * 4)
+  if (fileBytes < 0 || Wide(fileBytes) != Wide(headerBytes) + floats * 4)
     return Status::error(path + ": file size does not match its header");
-  m.weights_.resize(size_t(cursor));
   std::fseek(file.get(), headerBytes, SEEK_SET);
-  if (std::fread(m.weights_.data(), sizeof(float), m.weights_.size(), file.get()) !=
-      m.weights_.size())
-    return Status::error(path + ": short read");
+  ReferenceTensors tensors;
+  for (const auto &[name, count] : blocks) {
+    std::vector<float> values(static_cast<size_t>(count));
+    if (std::fread(values.data(), sizeof(float), values.size(), file.get()) != values.size())
+      return Status::error(path + ": short read");
+    if (!name.empty())
+      tensors[name] = std::move(values);
+  }
+  return fromTensors(c, std::move(tensors));
+}
 
-  size_t cacheFloats = size_t(c.nLayers) * c.seqLen * c.kvDim();
+ErrorOr<ReferenceModel> ReferenceModel::fromTensors(const ModelConfig &config,
+                                                    ReferenceTensors tensors,
+                                                    std::vector<float> ropeFrequencies,
+                                                    float attentionFactor) {
+  ReferenceModel m;
+  m.config_ = config;
+  const ModelConfig &c = m.config_;
+  const size_t dim = size_t(c.dim), hidden = size_t(c.hiddenDim), qDim = size_t(c.qDim()),
+               kvDim = size_t(c.kvDim()), vocab = size_t(c.vocabSize),
+               headDim = size_t(c.headDim());
+  std::vector<std::pair<std::string, size_t>> expected = {{"tok_embeddings", vocab * dim},
+                                                          {"norm", dim}};
+  if (!c.sharedClassifier)
+    expected.emplace_back("output", vocab * dim);
+  for (int l = 0; l < c.nLayers; ++l) {
+    std::string p = "layers." + std::to_string(l) + ".";
+    for (auto [kind, count] : {std::pair{"attention_norm", dim},
+                               {"wq", qDim * dim},
+                               {"wk", kvDim * dim},
+                               {"wv", kvDim * dim},
+                               {"wo", dim * qDim},
+                               {"ffn_norm", dim},
+                               {"w1", hidden * dim},
+                               {"w2", dim * hidden},
+                               {"w3", hidden * dim}})
+      expected.emplace_back(p + kind, count);
+    if (c.qkvBias)
+      for (auto [kind, count] : {std::pair{"bq", qDim}, {"bk", kvDim}, {"bv", kvDim}})
+        expected.emplace_back(p + kind, count);
+    if (c.qkNorm)
+      for (const char *kind : {"q_norm", "k_norm"})
+        expected.emplace_back(p + kind, headDim);
+  }
+  for (const auto &[name, count] : expected) {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.size() != count)
+      return Status::error("reference model: tensor " + name + " is missing or of the wrong size");
+  }
+  if (!ropeFrequencies.empty() && ropeFrequencies.size() * 2 != headDim)
+    return Status::error("reference model: the RoPE table needs head_dim / 2 entries");
+  m.tensors_ = std::move(tensors);
+  m.ropeFrequencies_ = std::move(ropeFrequencies);
+  m.attentionFactor_ = attentionFactor;
+  size_t cacheFloats = size_t(c.nLayers) * c.seqLen * kvDim;
   m.keyCache_.assign(cacheFloats, 0.0f);
   m.valueCache_.assign(cacheFloats, 0.0f);
   return ErrorOr<ReferenceModel>(std::move(m));
@@ -166,36 +216,58 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
   if (token < 0 || token >= p.vocabSize || pos < 0 || pos >= p.seqLen)
     return {};
   const int dim = p.dim;
+  const int qDim = p.qDim(); // nHeads * headSize: dim unless the heads are wider
   const int kvDim = p.kvDim();
   const int kvMul = p.nHeads / p.nKvHeads; // query heads per kv head (GQA)
   const int hiddenDim = p.hiddenDim;
   const int headSize = p.headDim();
+  const float eps = p.normEps;
 
-  std::vector<float> x(dim), xb(dim), xb2(dim), q(dim);
+  std::vector<float> x(dim), xb(std::max(dim, qDim)), xb2(dim), q(qDim);
   std::vector<float> hb(hiddenDim), hb2(hiddenDim), att(p.seqLen);
 
   // The residual stream starts as the token's embedding row.
-  std::memcpy(x.data(), at(off_.tokenEmbedding) + size_t(token) * dim, dim * sizeof(float));
+  std::memcpy(x.data(), weight("tok_embeddings") + size_t(token) * dim, dim * sizeof(float));
 
   for (int l = 0; l < p.nLayers; l++) {
     // Attention rmsnorm.
-    rmsnorm(xb.data(), x.data(), at(off_.rmsAtt) + size_t(l) * dim, dim);
+    rmsnorm(xb.data(), x.data(), layerWeight(l, "attention_norm"), dim, eps);
 
     // q, k, v for this position; k and v go straight into the cache.
     size_t loff = size_t(l) * p.seqLen * kvDim;
     float *k = keyCache_.data() + loff + size_t(pos) * kvDim;
     float *v = valueCache_.data() + loff + size_t(pos) * kvDim;
-    matmul(q.data(), xb.data(), at(off_.wq) + size_t(l) * dim * dim, dim, dim);
-    matmul(k, xb.data(), at(off_.wk) + size_t(l) * dim * kvDim, dim, kvDim);
-    matmul(v, xb.data(), at(off_.wv) + size_t(l) * dim * kvDim, dim, kvDim);
+    matmul(q.data(), xb.data(), layerWeight(l, "wq"), dim, qDim);
+    matmul(k, xb.data(), layerWeight(l, "wk"), dim, kvDim);
+    matmul(v, xb.data(), layerWeight(l, "wv"), dim, kvDim);
 
-    // RoPE: rotate each (i, i+1) pair by pos * freq; q spans dim, k kvDim.
-    for (int i = 0; i < dim; i += 2) {
+    // Qwen2: biases on q, k and v.
+    if (p.qkvBias) {
+      for (int i = 0; i < qDim; i++)
+        q[i] += layerWeight(l, "bq")[i];
+      for (int i = 0; i < kvDim; i++) {
+        k[i] += layerWeight(l, "bk")[i];
+        v[i] += layerWeight(l, "bv")[i];
+      }
+    }
+
+    // Qwen3: each head of q and of k RMS-normalized by its own weight.
+    if (p.qkNorm) {
+      for (int h = 0; h < p.nHeads; h++)
+        rmsnorm(q.data() + h * headSize, q.data() + h * headSize, layerWeight(l, "q_norm"),
+                headSize, eps);
+      for (int h = 0; h < p.nKvHeads; h++)
+        rmsnorm(k + h * headSize, k + h * headSize, layerWeight(l, "k_norm"), headSize, eps);
+    }
+
+    // RoPE: rotate each (i, i+1) pair by pos * freq; q spans qDim, k kvDim.
+    for (int i = 0; i < qDim; i += 2) {
       int headDim = i % headSize;
-      float freq = 1.0f / powf(p.ropeTheta, headDim / (float)headSize);
+      float freq = ropeFrequencies_.empty() ? 1.0f / powf(p.ropeTheta, headDim / (float)headSize)
+                                            : ropeFrequencies_[headDim / 2];
       float val = pos * freq;
-      float fcr = cosf(val);
-      float fci = sinf(val);
+      float fcr = cosf(val) * attentionFactor_;
+      float fci = sinf(val) * attentionFactor_;
       int rotn = i < kvDim ? 2 : 1; // 2 = rotate q and k, 1 = q only
       for (int r = 0; r < rotn; r++) {
         float *vec = r == 0 ? q.data() : k;
@@ -231,23 +303,23 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     }
 
     // Output projection, then the residual connection.
-    matmul(xb2.data(), xb.data(), at(off_.wo) + size_t(l) * dim * dim, dim, dim);
+    matmul(xb2.data(), xb.data(), layerWeight(l, "wo"), qDim, dim);
     for (int i = 0; i < dim; i++)
       x[i] += xb2[i];
 
     // FFN rmsnorm.
-    rmsnorm(xb.data(), x.data(), at(off_.rmsFfn) + size_t(l) * dim, dim);
+    rmsnorm(xb.data(), x.data(), layerWeight(l, "ffn_norm"), dim, eps);
 
     // SwiGLU: w2(silu(w1 x) * (w3 x)).
-    matmul(hb.data(), xb.data(), at(off_.w1) + size_t(l) * dim * hiddenDim, dim, hiddenDim);
-    matmul(hb2.data(), xb.data(), at(off_.w3) + size_t(l) * dim * hiddenDim, dim, hiddenDim);
+    matmul(hb.data(), xb.data(), layerWeight(l, "w1"), dim, hiddenDim);
+    matmul(hb2.data(), xb.data(), layerWeight(l, "w3"), dim, hiddenDim);
     for (int i = 0; i < hiddenDim; i++) {
       float val = hb[i];
       val *= (1.0f / (1.0f + expf(-val))); // silu(x) = x * sigmoid(x)
       val *= hb2[i];
       hb[i] = val;
     }
-    matmul(xb.data(), hb.data(), at(off_.w2) + size_t(l) * dim * hiddenDim, hiddenDim, dim);
+    matmul(xb.data(), hb.data(), layerWeight(l, "w2"), hiddenDim, dim);
 
     // Residual connection.
     for (int i = 0; i < dim; i++)
@@ -255,8 +327,9 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
   }
 
   // Final rmsnorm, then the classifier into logits.
-  rmsnorm(x.data(), x.data(), at(off_.rmsFinal), dim);
+  rmsnorm(x.data(), x.data(), weight("norm"), dim, eps);
   std::vector<float> logits(p.vocabSize);
-  matmul(logits.data(), x.data(), at(off_.wcls), dim, p.vocabSize);
+  matmul(logits.data(), x.data(), weight(p.sharedClassifier ? "tok_embeddings" : "output"), dim,
+         p.vocabSize);
   return logits;
 }

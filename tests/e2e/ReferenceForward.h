@@ -1,23 +1,42 @@
 // The test oracle: llama2.c's forward pass in plain C++ over a llama2.c
-// checkpoint, with its own file reader so importer bugs cannot hide in it.
+// checkpoint (with its own file reader, so importer bugs cannot hide in it)
+// or over tensors a test made, with the other Llama-family features.
 #pragma once
 
 #include "runtime/artifact/ModelConfig.h"
 #include "runtime/support/Error.h"
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace quill {
 
-/// A llama2.c model held in memory, evaluated one token at a time exactly as
-/// llama2.c's run.c does (float math, same operation order). Slow on purpose:
-/// every step is a loop you can read against the paper.
+/// Canonical tensor name -> row-major fp32 values.
+using ReferenceTensors = std::map<std::string, std::vector<float>>;
+
+/// A Llama-family model held in memory, evaluated one token at a time
+/// exactly as llama2.c's run.c does (float math, same operation order), with
+/// the other families' published extras where the config asks for them:
+/// Q/K/V biases (Qwen2), per-head RMSNorm of q and k before RoPE and a head
+/// width apart from dim / heads (Qwen3), and scaled RoPE frequencies with an
+/// attention factor (Llama 3, YaRN). Slow on purpose: every step is a loop
+/// you can read against the paper.
 class ReferenceModel {
 public:
   /// Reads a legacy or v1 ("ak42") fp32 llama2.c checkpoint into memory.
   static ErrorOr<ReferenceModel> load(const std::string &path);
+  /// A model of `config` with weights under Quill's canonical names
+  /// (tok_embeddings, layers.N.{attention_norm, wq, wk, wv, wo, ffn_norm,
+  /// w1, w2, w3, bq, bk, bv, q_norm, k_norm}, norm, output) in Meta's
+  /// interleaved rotary layout; `ropeFrequencies` (headDim / 2 values)
+  /// replaces 1 / theta^(2i / headDim) when not empty, and cos and sin are
+  /// multiplied by `attentionFactor`. Fails when a tensor is missing or
+  /// has the wrong size.
+  static ErrorOr<ReferenceModel> fromTensors(const ModelConfig &config, ReferenceTensors tensors,
+                                             std::vector<float> ropeFrequencies = {},
+                                             float attentionFactor = 1.0f);
 
   const ModelConfig &config() const { return config_; }
 
@@ -29,21 +48,15 @@ public:
   std::vector<float> forward(int token, int pos);
 
 private:
-  /// Where each weight starts in `weights_`, in floats. Offsets rather than
-  /// pointers so the model stays valid when moved.
-  struct Offsets {
-    size_t tokenEmbedding = 0;
-    size_t rmsAtt = 0, wq = 0, wk = 0, wv = 0, wo = 0; // [layer][...] each
-    size_t rmsFfn = 0, w1 = 0, w2 = 0, w3 = 0;
-    size_t rmsFinal = 0;
-    size_t wcls = 0;
-  };
-
-  const float *at(size_t offset) const { return weights_.data() + offset; }
+  const float *weight(const std::string &name) const { return tensors_.at(name).data(); }
+  const float *layerWeight(int layer, const char *kind) const {
+    return weight("layers." + std::to_string(layer) + "." + kind);
+  }
 
   ModelConfig config_;
-  std::vector<float> weights_;
-  Offsets off_;
+  ReferenceTensors tensors_;
+  std::vector<float> ropeFrequencies_;
+  float attentionFactor_ = 1.0f;
   std::vector<float> keyCache_;   ///< [layer][seqLen][kvDim]
   std::vector<float> valueCache_; ///< [layer][seqLen][kvDim]
 };

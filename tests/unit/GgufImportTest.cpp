@@ -317,10 +317,10 @@ TEST(GgufImport, BadFilesAreOneLineErrors) {
   expectFailure("v4.gguf", withVersion(4), "unsupported GGUF version 4 (Quill reads 2 and 3)");
   expectFailure("be.gguf", withVersion(0x03000000), "big-endian GGUF is not supported");
 
-  GgufWriter qwen;
-  qwen.addString("general.architecture", "qwen2");
-  expectFailure("arch.gguf", qwen.bytes(),
-                "unsupported architecture 'qwen2' (Quill imports llama)");
+  GgufWriter gemma;
+  gemma.addString("general.architecture", "gemma");
+  expectFailure("arch.gguf", gemma.bytes(),
+                "unsupported architecture 'gemma' (Quill imports llama, qwen2 and qwen3)");
   expectFailure(
       "moe.gguf",
       llamaGguf(c, values, kGgmlF16, 3, [](GgufWriter &w) { w.addU32("llama.expert_count", 8); })
@@ -340,14 +340,15 @@ TEST(GgufImport, BadFilesAreOneLineErrors) {
                 llamaGguf(c, values, kGgmlF16, 3,
                           [](GgufWriter &w) { w.addU32("llama.attention.key_length", 8); })
                     .bytes,
-                "'llama.attention.key_length' is 8");
+                "'llama.rope.dimension_count' is 16, but Quill needs the head size 8 (a rotary "
+                "embedding over part of each head is not supported)");
 }
 
 TEST(GgufImport, TensorProblemsNameTheTensor) {
   ModelConfig c = tinyConfig();
   TensorMap values = syntheticTensors(c, 9, identity);
   // Rebuilds the model with each tensor passed through `edit` (false
-  // drops it), and optionally a bias tensor Quill's llama has no place for.
+  // drops it), and optionally a Q bias without its K and V biases.
   auto variant = [&](auto edit, bool addBias = false, const char *epsilonType = "f32") {
     GgufWriter w;
     w.addString("general.architecture", "llama");
@@ -420,7 +421,7 @@ TEST(GgufImport, TensorProblemsNameTheTensor) {
                 "tensor 'blk.0.attn_q.weight' of 4096 elements is not rows of whole Q4_K "
                 "blocks");
   expectFailure("bias.gguf", variant(keep, /*addBias=*/true),
-                "unexpected tensor 'blk.0.attn_q.bias'");
+                "the model has no tensor 'blk.0.attn_k.bias' (Quill's layers.0.bk)");
   expectFailure("past-end.gguf",
                 variant([](const std::string &n, std::vector<uint64_t> &dims, uint32_t &,
                            std::vector<uint8_t> &data) {

@@ -161,16 +161,19 @@ TEST(HfImport, ASafetensorsFileNextToConfigJson) {
 TEST(HfImport, ConfigProblems) {
   ModelConfig c = tinyConfig();
   auto specs = hfTensors(c, syntheticTensors(c, 23, identity), "F16", nullptr);
-  expectOpenFails(writeHfDir("qwen", c, specs, 1,
-                             "  \"model_type\": \"qwen2\",\n  \"architectures\": "
-                             "[\"Qwen2ForCausalLM\"],\n"),
-                  "config.json: unsupported architecture 'Qwen2ForCausalLM' (model_type "
-                  "'qwen2'); Quill imports LlamaForCausalLM");
+  expectOpenFails(writeHfDir("gemma", c, specs, 1,
+                             "  \"model_type\": \"gemma\",\n  \"architectures\": "
+                             "[\"GemmaForCausalLM\"],\n"),
+                  "config.json: unsupported architecture 'GemmaForCausalLM' (model_type "
+                  "'gemma'); Quill imports LlamaForCausalLM, MistralForCausalLM, "
+                  "Qwen2ForCausalLM, Qwen3ForCausalLM");
   expectOpenFails(
-      writeHfDir("scaling", c, specs, 1, "  \"rope_scaling\": {\"type\": \"llama3\"},\n"),
-      "rope_scaling is not supported");
+      writeHfDir("scaling", c, specs, 1, "  \"rope_scaling\": {\"type\": \"longrope\"},\n"),
+      "RoPE scaling type 'longrope' is not supported (Quill supports linear, llama3 and yarn)");
   expectOpenFails(writeHfDir("bias", c, specs, 1, "  \"attention_bias\": true,\n"),
-                  "biases are not supported");
+                  "the model has no tensor 'model.layers.0.self_attn.q_proj.bias'");
+  expectOpenFails(writeHfDir("mlp-bias", c, specs, 1, "  \"mlp_bias\": true,\n"),
+                  "\"mlp_bias\": feed-forward biases are not supported");
   expectOpenFails(writeHfDir("heads", c, specs, 1, "  \"num_attention_heads\": 5,\n"),
                   "dim 64 is not divisible by n_heads 5");
   expectOpenFails(writeHfDir("string", c, specs, 1, "  \"hidden_size\": \"64\",\n"),
@@ -246,7 +249,8 @@ TEST(HfImport, TensorProblemsNameTheFileAndTensor) {
   auto extra = specs;
   extra.push_back({"model.layers.0.self_attn.q_proj.bias", "F16", {64}, std::vector<uint8_t>(128)});
   expectOpenFails(writeHfDir("extra", c, extra),
-                  "unexpected tensor 'model.layers.0.self_attn.q_proj.bias'");
+                  "unexpected tensor 'model.layers.0.self_attn.q_proj.bias': the model's "
+                  "configuration has no place for it");
   c.sharedClassifier = false;
   expectOpenFails(writeHfDir("untied", c, specs), "the model has no tensor 'lm_head.weight'");
 }

@@ -288,21 +288,23 @@ SmallByteLevelVocab smallByteLevelVocab() {
 
 namespace {
 
-const std::pair<const char *, const char *> kLayerNames[] = {
-    // Quill, GGUF, Hugging Face.
-    {"attention_norm", "attn_norm"},
-    {"wq", "attn_q"},
-    {"wk", "attn_k"},
-    {"wv", "attn_v"},
-    {"wo", "attn_output"},
-    {"ffn_norm", "ffn_norm"},
-    {"w1", "ffn_gate"},
-    {"w2", "ffn_down"},
-    {"w3", "ffn_up"}};
-const char *const kHfLayerNames[] = {
-    "input_layernorm",  "self_attn.q_proj", "self_attn.k_proj",
-    "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-    "mlp.gate_proj",    "mlp.down_proj",    "mlp.up_proj"};
+struct LayerName {
+  const char *quill, *gguf, *hf;
+};
+const LayerName kLayerNames[] = {{"attention_norm", "attn_norm.weight", "input_layernorm.weight"},
+                                 {"wq", "attn_q.weight", "self_attn.q_proj.weight"},
+                                 {"wk", "attn_k.weight", "self_attn.k_proj.weight"},
+                                 {"wv", "attn_v.weight", "self_attn.v_proj.weight"},
+                                 {"wo", "attn_output.weight", "self_attn.o_proj.weight"},
+                                 {"ffn_norm", "ffn_norm.weight", "post_attention_layernorm.weight"},
+                                 {"w1", "ffn_gate.weight", "mlp.gate_proj.weight"},
+                                 {"w2", "ffn_down.weight", "mlp.down_proj.weight"},
+                                 {"w3", "ffn_up.weight", "mlp.up_proj.weight"},
+                                 {"bq", "attn_q.bias", "self_attn.q_proj.bias"},
+                                 {"bk", "attn_k.bias", "self_attn.k_proj.bias"},
+                                 {"bv", "attn_v.bias", "self_attn.v_proj.bias"},
+                                 {"q_norm", "attn_q_norm.weight", "self_attn.q_norm.weight"},
+                                 {"k_norm", "attn_k_norm.weight", "self_attn.k_norm.weight"}};
 
 /// (layer, index into kLayerNames) of a per-layer canonical name.
 bool splitLayerName(const std::string &canonical, std::string &layer, size_t &kind) {
@@ -311,9 +313,30 @@ bool splitLayerName(const std::string &canonical, std::string &layer, size_t &ki
     return false;
   layer = canonical.substr(7, dot - 7);
   for (kind = 0; kind < std::size(kLayerNames); ++kind)
-    if (canonical.substr(dot + 1) == kLayerNames[kind].first)
+    if (canonical.substr(dot + 1) == kLayerNames[kind].quill)
       return true;
   return false;
+}
+
+/// Whether rotate-half RoPE pairs the rows (or elements) of `canonical`.
+bool isRotated(const std::string &canonical) {
+  for (const char *suffix : {".wq", ".wk", ".bq", ".bk", ".q_norm", ".k_norm"}) {
+    size_t n = std::strlen(suffix);
+    if (canonical.size() > n && canonical.compare(canonical.size() - n, n, suffix) == 0)
+      return true;
+  }
+  return false;
+}
+
+/// `values` of `canonical` in rotate-half order (matrices by rows, vectors
+/// by elements), or as they are when RoPE does not pair them.
+std::vector<float> inRotateHalfOrder(const ModelConfig &c, const std::string &canonical,
+                                     const std::vector<float> &values) {
+  if (!isRotated(canonical))
+    return values;
+  std::vector<int64_t> shape = canonicalShape(c, canonical);
+  int64_t cols = shape.size() == 2 ? shape[1] : 1;
+  return permuteToRotateHalf(values, shape[0], cols, c.headDim());
 }
 
 } // namespace
@@ -329,7 +352,7 @@ std::string ggufTensorName(const std::string &canonical) {
   size_t kind;
   if (!splitLayerName(canonical, layer, kind))
     return canonical;
-  return "blk." + layer + "." + kLayerNames[kind].second + ".weight";
+  return "blk." + layer + "." + kLayerNames[kind].gguf;
 }
 
 std::string hfTensorName(const std::string &canonical) {
@@ -343,7 +366,7 @@ std::string hfTensorName(const std::string &canonical) {
   size_t kind;
   if (!splitLayerName(canonical, layer, kind))
     return canonical;
-  return "model.layers." + layer + "." + kHfLayerNames[kind] + ".weight";
+  return "model.layers." + layer + "." + kLayerNames[kind].hf;
 }
 
 EncodedTensor encodeTensor(const std::vector<float> &values, const std::string &dtype) {
@@ -433,19 +456,33 @@ std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &value
                                     const std::string &matrixType, uint32_t version,
                                     TensorMap *stored,
                                     const std::function<void(GgufWriter &)> &extra) {
+  return familyGgufBytes("llama", c, values, matrixType, version, stored, extra);
+}
+
+std::vector<uint8_t> familyGgufBytes(const std::string &arch, const ModelConfig &c,
+                                     const TensorMap &values, const std::string &matrixType,
+                                     uint32_t version, TensorMap *stored,
+                                     const std::function<void(GgufWriter &)> &extra) {
   GgufWriter w(version);
-  w.addString("general.architecture", "llama");
-  w.addU32("llama.embedding_length", uint32_t(c.dim));
-  w.addU32("llama.block_count", uint32_t(c.nLayers));
-  w.addU32("llama.feed_forward_length", uint32_t(c.hiddenDim));
-  w.addU32("llama.attention.head_count", uint32_t(c.nHeads));
-  w.addU32("llama.attention.head_count_kv", uint32_t(c.nKvHeads));
-  w.addU32("llama.context_length", uint32_t(c.seqLen));
-  w.addF32("llama.rope.freq_base", c.ropeTheta);
-  w.addF32("llama.attention.layer_norm_rms_epsilon", c.normEps);
-  w.addU32("llama.rope.dimension_count", uint32_t(c.headDim()));
+  const std::string k = arch + ".";
+  w.addString("general.architecture", arch);
+  w.addU32(k + "embedding_length", uint32_t(c.dim));
+  w.addU32(k + "block_count", uint32_t(c.nLayers));
+  w.addU32(k + "feed_forward_length", uint32_t(c.hiddenDim));
+  w.addU32(k + "attention.head_count", uint32_t(c.nHeads));
+  w.addU32(k + "attention.head_count_kv", uint32_t(c.nKvHeads));
+  w.addU32(k + "context_length", uint32_t(c.seqLen));
+  w.addF32(k + "rope.freq_base", c.ropeTheta);
+  w.addF32(k + "attention.layer_norm_rms_epsilon", c.normEps);
+  w.addU32(k + "rope.dimension_count", uint32_t(c.headDim()));
+  if (c.headDimension > 0) {
+    w.addU32(k + "attention.key_length", uint32_t(c.headDim()));
+    w.addU32(k + "attention.value_length", uint32_t(c.headDim()));
+  }
   if (extra)
     extra(w);
+  // llama.cpp runs Qwen with NeoX RoPE: their Q/K rows stay rotate-half.
+  const bool rotateHalf = arch == "qwen2" || arch == "qwen3";
   for (const std::string &name : llama2cCanonicalNames(c)) {
     std::vector<int64_t> shape = canonicalShape(c, name);
     std::string dtype = shape.size() == 1 ? "F32" : matrixType;
@@ -454,6 +491,8 @@ std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &value
       dtype = dtypeName(q4KMixType(name, layer, c.nLayers, shape.back(), c.sharedClassifier));
     }
     EncodedTensor t = encodeTensor(values.at(name), dtype);
+    if (rotateHalf && isRotated(name)) // Per element: permuting then encoding permutes the bytes.
+      t.bytes = encodeTensor(inRotateHalfOrder(c, name, values.at(name)), dtype).bytes;
     w.addTensor(ggufTensorName(name), std::vector<uint64_t>(shape.rbegin(), shape.rend()),
                 ggmlTypeOf(dtype), std::move(t.bytes));
     if (stored)
@@ -463,8 +502,13 @@ std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &value
 }
 
 std::string hfConfigJson(const ModelConfig &c, const std::string &extra) {
-  std::string s = "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n"
-                  "  \"model_type\": \"llama\",\n";
+  return hfFamilyConfigJson("llama", "LlamaForCausalLM", c, extra);
+}
+
+std::string hfFamilyConfigJson(const std::string &modelType, const std::string &architecture,
+                               const ModelConfig &c, const std::string &extra) {
+  std::string s = "{\n  \"architectures\": [\"" + architecture + "\"],\n" + "  \"model_type\": \"" +
+                  modelType + "\",\n";
   auto field = [&](const char *key, const std::string &value) {
     s += std::string("  \"") + key + "\": " + value + ",\n";
   };
@@ -480,6 +524,8 @@ std::string hfConfigJson(const ModelConfig &c, const std::string &extra) {
   field("rms_norm_eps", number);
   std::snprintf(number, sizeof number, "%.9g", double(c.ropeTheta));
   field("rope_theta", number);
+  if (c.headDimension > 0)
+    field("head_dim", std::to_string(c.headDimension));
   field("hidden_act", "\"silu\"");
   field("rope_scaling", "null");
   field("bos_token_id", std::to_string(c.bosId));
@@ -495,13 +541,9 @@ std::vector<SafetensorSpec> hfTensorSpecs(const ModelConfig &c, const TensorMap 
   for (const std::string &name : llama2cCanonicalNames(c)) {
     std::vector<int64_t> shape = canonicalShape(c, name);
     EncodedTensor t = encodeTensor(values.at(name), dtype);
-    bool qk = name.size() > 3 && (name.compare(name.size() - 3, 3, ".wq") == 0 ||
-                                  name.compare(name.size() - 3, 3, ".wk") == 0);
-    if (qk) // Stored rotate-half; the encoding is per element, so permuting
-            // the values and re-encoding gives the permuted bytes.
-      t.bytes =
-          encodeTensor(permuteToRotateHalf(values.at(name), shape[0], shape[1], c.headDim()), dtype)
-              .bytes;
+    if (isRotated(name)) // Stored rotate-half; the encoding is per element, so
+                         // permuting the values and re-encoding permutes the bytes.
+      t.bytes = encodeTensor(inRotateHalfOrder(c, name, values.at(name)), dtype).bytes;
     specs.push_back({hfTensorName(name), dtype, shape, std::move(t.bytes)});
     if (stored)
       (*stored)[name] = std::move(t.stored);

@@ -202,10 +202,22 @@ std::vector<uint8_t> llamaGgufBytes(const ModelConfig &c, const TensorMap &value
                                     TensorMap *stored,
                                     const std::function<void(GgufWriter &)> &extra = {});
 
+/// The same for another GGUF architecture of the Llama family ("qwen2",
+/// "qwen3"): <arch>.* keys, key_length when the heads are wider than
+/// dim / heads, and for Qwen the Q/K rows, biases and q/k norms in
+/// rotate-half order (llama.cpp runs Qwen with NeoX RoPE).
+std::vector<uint8_t> familyGgufBytes(const std::string &arch, const ModelConfig &c,
+                                     const TensorMap &values, const std::string &matrixType,
+                                     uint32_t version, TensorMap *stored,
+                                     const std::function<void(GgufWriter &)> &extra = {});
+
 /// config.json for `c` (LlamaForCausalLM), with `extra` raw JSON members
 /// inserted before the last one (a repeated key overrides: the reader keeps
 /// the last).
 std::string hfConfigJson(const ModelConfig &c, const std::string &extra = "");
+/// The same for another model type and class ("qwen3", "Qwen3ForCausalLM").
+std::string hfFamilyConfigJson(const std::string &modelType, const std::string &architecture,
+                               const ModelConfig &c, const std::string &extra = "");
 /// The tensors of `values` as a Hugging Face checkpoint stores them: HF
 /// names, Q/K rows in rotate-half order, values in `dtype` ("F32", "F16",
 /// "BF16"). `stored` receives what import must return (Quill's layout).

@@ -164,6 +164,7 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
   if (!cache)
     return fail(cache.message());
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
+  request.ignoreEos = options.ignoreEos;
   request.samples = options.samples;
   request.beamSearch = options.beamSearch;
   BatchOptions batchOptions;

@@ -79,8 +79,8 @@ int runQuality(const RunOptions &options, const Artifact &artifact, const Tokeni
     return fail(text.message());
   if (text->empty())
     return fail(options.perplexityFile + ": the perplexity text is empty");
-  std::vector<int32_t> tokens = tokenizer.encode(*text, /*addBos=*/true, /*addEos=*/false);
   const ModelConfig &config = artifact.config();
+  std::vector<int32_t> tokens = tokenizer.encode(*text, config.addBos, /*addEos=*/false);
   int32_t window = 0, stride = 0;
   auto windows =
       windowsFor(options, static_cast<int32_t>(tokens.size()), config.seqLen, window, stride);
@@ -106,7 +106,7 @@ int runQuality(const RunOptions &options, const Artifact &artifact, const Tokeni
                              baseConfig.vocabSize, options.klBase + " (tokenizer)");
     if (!baseTokenizer)
       return fail(baseTokenizer.message());
-    if (baseTokenizer->encode(*text, true, false) != tokens)
+    if (baseTokenizer->encode(*text, config.addBos, false) != tokens)
       return fail("--kl-divergence " + options.klBase +
                   ": its tokenizer splits the text differently: the same tokenizer is needed");
     if (window > baseConfig.seqLen)

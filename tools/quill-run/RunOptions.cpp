@@ -46,6 +46,7 @@ const char *runUsage() {
          "                        (for A/B comparisons; names a kernel whose launch fails)\n"
          "  --json                print one JSON object instead of streaming text\n"
          "  --verbose             report the device, KV cache and sampler on stderr\n"
+         "  --ignore-eos          generate all -n tokens: end tokens do not stop\n"
          "  --no-verify           skip checksumming the weights at load\n"
          "  --profile             time every kernel launch; print the time per kernel on\n"
          "                        stderr at the end (kernels then run one at a time)\n"
@@ -282,6 +283,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--verbose") {
       o.verbose = true;
+    } else if (arg == "--ignore-eos") {
+      o.ignoreEos = true;
     } else if (arg == "--bench") {
       o.bench = true;
     } else if (arg == "--bench-prompt" || arg == "--bench-decode") {

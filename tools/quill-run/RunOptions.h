@@ -21,6 +21,7 @@ struct RunOptions {
   int threads = 0; ///< 0: all hardware threads.
   bool json = false;
   bool verbose = false;
+  bool ignoreEos = false; ///< --ignore-eos: end tokens do not end generation.
   bool verifyWeights = true;
   bool profile = false;
   bool cuda = false;              ///< --device cuda.

@@ -141,6 +141,7 @@ int runQuill(int argc, char **argv) {
 
   Generator generator(device, *tokenizer, sampler, config);
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
+  request.ignoreEos = options.ignoreEos;
   request.interrupt = &interrupted;
   std::signal(SIGINT, onInterrupt);
   auto stream = [&](std::string_view piece) {

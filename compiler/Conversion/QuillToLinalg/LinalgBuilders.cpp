@@ -149,18 +149,31 @@ ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath) {
 }
 
 Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
-                 Value position, int64_t headDim, float theta) {
+                 Value position, const RopeFrequencies &frequencies) {
   auto toF32 = [&](Value index) {
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
     return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64).getResult();
   };
-  // llama2.c: freq = 1 / theta^(d / head_dim), angle = pos * freq.
-  Value ratio = arith::DivFOp::create(b, loc, toF32(d), f32Constant(b, loc, float(headDim)));
-  Value power = math::PowFOp::create(b, loc, f32Constant(b, loc, theta), ratio);
-  Value freq = arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f), power);
+  Value freq;
+  if (frequencies.table) {
+    // A scaled RoPE: the pair's entry of the compile-time table.
+    Value pair = arith::DivUIOp::create(b, loc, d, arith::ConstantIndexOp::create(b, loc, 2));
+    freq = tensor::ExtractOp::create(b, loc, frequencies.table, ValueRange{pair});
+  } else {
+    // llama2.c: freq = 1 / theta^(d / head_dim), angle = pos * freq.
+    Value ratio =
+        arith::DivFOp::create(b, loc, toF32(d), f32Constant(b, loc, float(frequencies.headDim)));
+    Value power = math::PowFOp::create(b, loc, f32Constant(b, loc, frequencies.theta), ratio);
+    freq = arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f), power);
+  }
   Value angle = arith::MulFOp::create(b, loc, toF32(position), freq);
   Value cos = math::CosOp::create(b, loc, angle);
   Value sin = math::SinOp::create(b, loc, angle);
+  if (frequencies.attentionFactor != 1.0f) {
+    Value factor = f32Constant(b, loc, frequencies.attentionFactor);
+    cos = arith::MulFOp::create(b, loc, cos, factor);
+    sin = arith::MulFOp::create(b, loc, sin, factor);
+  }
   Value even = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, cos),
                                      arith::MulFOp::create(b, loc, v1, sin));
   Value odd = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, sin),
@@ -168,6 +181,19 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
   Value isOdd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, parity,
                                       arith::ConstantIndexOp::create(b, loc, 0));
   return arith::SelectOp::create(b, loc, isOdd, odd, even);
+}
+
+Value addBias(OpBuilder &b, Location loc, Value values, Value bias, OpFoldResult first) {
+  Value start = getValueOrCreateConstantIndexOp(b, loc, first);
+  unsigned rank = cast<RankedTensorType>(values.getType()).getRank();
+  // The values are the generic's output, read and rewritten in place.
+  return buildElementwise(b, loc, ValueRange{}, values,
+                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            Value i = linalg::IndexOp::create(nb, l, rank - 1);
+                            Value at = arith::AddIOp::create(nb, l, i, start);
+                            Value term = tensor::ExtractOp::create(nb, l, bias, ValueRange{at});
+                            return arith::AddFOp::create(nb, l, args[0], term);
+                          });
 }
 
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up) {

@@ -39,11 +39,37 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs, Value init
 /// are (a, b, acc), with the reduction's fast-math flags.
 ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath);
 
+/// How a rotary embedding turns a pair's index into its angle's frequency:
+/// llama2.c's 1 / theta^(d / head_dim), or a compile-time table (`table`,
+/// head_dim / 2 inverse frequencies) where a RoPE scaling changed them; cos
+/// and sin are multiplied by `attentionFactor` (YaRN).
+struct RopeFrequencies {
+  int64_t headDim = 0;
+  float theta = 10000.0f;
+  Value table;
+  float attentionFactor = 1.0f;
+};
+
+/// The frequencies of a quill.rope or quill.project_qkv.
+template <typename OpTy> RopeFrequencies ropeFrequencies(OpTy op) {
+  RopeFrequencies f;
+  f.headDim = op.getHeadDim();
+  f.theta = op.getTheta().convertToFloat();
+  f.table = op.getFreqs();
+  if (auto factor = op.getAttentionFactor())
+    f.attentionFactor = factor->convertToFloat();
+  return f;
+}
+
 /// Rotary embedding of one element of the pair (v0, v1): `parity` 0 gives
 /// the first output, 1 the second; `d` is the pair's first index within its
 /// head, `position` the token's position (all index values).
 Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
-                 Value position, int64_t headDim, float theta);
+                 Value position, const RopeFrequencies &frequencies);
+
+/// `values` ([n] or [T, n], the weight rows [first, first + n)) plus
+/// bias[first + i] in every row: a linear layer's bias epilogue.
+Value addBias(OpBuilder &b, Location loc, Value values, Value bias, OpFoldResult first);
 
 /// silu(gate) * up = gate / (1 + exp(-gate)) * up, in llama2.c's order.
 Value swigluScalar(OpBuilder &b, Location loc, Value gate, Value up);

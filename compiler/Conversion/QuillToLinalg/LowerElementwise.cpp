@@ -44,8 +44,7 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
     Location loc = op.getLoc();
     Value input = op.getInput();
     Value pos = op.getPos();
-    int64_t headDim = op.getHeadDim();
-    float theta = op.getTheta().convertToFloat();
+    RopeFrequencies frequencies = ropeFrequencies(op);
     // Rows [begin, end) (a tile of a batch step's kernel; all rows
     // otherwise), of which those before `rows` are live: only they are
     // computed, the rest of the result is left undefined.
@@ -105,14 +104,14 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           Value first = arith::SubIOp::create(b, l, i, parity);
           Value second =
               arith::AddIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, 1));
-          Value d =
-              arith::RemUIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, headDim));
+          Value d = arith::RemUIOp::create(
+              b, l, first, arith::ConstantIndexOp::create(b, l, frequencies.headDim));
           SmallVector<Value> at0(row), at1(row);
           at0.push_back(first);
           at1.push_back(second);
           Value v0 = tensor::ExtractOp::create(b, l, input, at0);
           Value v1 = tensor::ExtractOp::create(b, l, input, at1);
-          return rotatePair(b, l, v0, v1, parity, d, position, headDim, theta);
+          return rotatePair(b, l, v0, v1, parity, d, position, frequencies);
         });
     if (full)
       result = tensor::InsertSliceOp::create(

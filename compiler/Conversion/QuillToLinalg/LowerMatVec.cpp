@@ -110,6 +110,8 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
       Value scales = builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat());
       result = scaleRows(b, loc, result, liveRows(scales, std::nullopt));
     }
+    if (Value bias = op.getBias())
+      result = addBias(b, loc, result, bias, firstRow);
     if (op.getSwiglu()) {
       // Rows alternate gate and up: output i = silu(row 2i) * row 2i+1.
       Value raw = result;
@@ -189,8 +191,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     Value weight = op.getWeight();
     int64_t rows = op.getWeight().getType().getDimSize(0);
     int64_t queryRows = op.getQueryRows(), kvWidth = op.getKvWidth();
-    int64_t headDim = op.getHeadDim();
-    float theta = op.getTheta().convertToFloat();
+    RopeFrequencies frequencies = ropeFrequencies(op);
+    const int64_t headDim = frequencies.headDim;
     OpFoldResult first = b.getIndexAttr(0), count = b.getIndexAttr(rows);
     if (op.isTiled()) {
       // The tile counts pairs of rows.
@@ -205,6 +207,8 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     if (std::optional<APFloat> eps = op.getNormEps())
       raw =
           scaleRows(b, loc, raw, builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat()));
+    if (Value bias = op.getBias())
+      raw = addBias(b, loc, raw, bias, first);
 
     // Rotate the Q and K rows; V rows pass through.
     Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);
@@ -223,7 +227,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
               nb, l, raw, ValueRange{arith::AddIOp::create(nb, l, pairStart, constant(1))});
           Value rowPairStart = arith::SubIOp::create(nb, l, row, parity);
           Value d = arith::RemUIOp::create(nb, l, rowPairStart, constant(headDim));
-          Value rotated = rotatePair(nb, l, v0, v1, parity, d, pos, headDim, theta);
+          Value rotated = rotatePair(nb, l, v0, v1, parity, d, pos, frequencies);
           Value self = tensor::ExtractOp::create(nb, l, raw, ValueRange{i});
           Value isRotated = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, row,
                                                   constant(queryRows + kvWidth));

@@ -1,6 +1,6 @@
 // quill.rmsnorm -> a sum-of-squares reduction per row, a per-row scale, and a
 // scaled elementwise product (the order of llama2.c's rmsnorm). Works on one
-// vector or on T rows ([T, width]) alike.
+// vector or on T rows ([T, width]) alike, and per group (head) of elements.
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
@@ -69,6 +69,18 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto type = op.getType();
+    Value input = op.getInput();
+    // A grouped norm (per head) is the plain one over [..., n / g, g].
+    SmallVector<ReassociationIndices> groups;
+    if (std::optional<int64_t> group = op.getGroup()) {
+      SmallVector<int64_t> shape(type.getShape().drop_back());
+      shape.append({type.getShape().back() / *group, *group});
+      for (unsigned i = 0; i + 1 < type.getRank(); ++i)
+        groups.push_back({int64_t(i)});
+      groups.push_back({int64_t(type.getRank()) - 1, int64_t(type.getRank())});
+      type = RankedTensorType::get(shape, type.getElementType());
+      input = tensor::ExpandShapeOp::create(rewriter, loc, type, input, groups);
+    }
     unsigned rank = type.getRank();
     // Leading dims (none for one vector, [T] for rows), and the maps that
     // drop the width.
@@ -80,16 +92,18 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
     AffineMap toRow = AffineMap::get(rank, 0, rowDims, ctx);
     AffineMap toWidth = AffineMap::get(rank, 0, {getAffineDimExpr(rank - 1, ctx)}, ctx);
 
-    Value scales = buildRmsScales(rewriter, loc, op.getInput(), op.getEps().convertToFloat());
+    Value scales = buildRmsScales(rewriter, loc, input, op.getEps().convertToFloat());
     // result = weight * (scale * x)
     Value out = tensor::EmptyOp::create(rewriter, loc, type.getShape(), rewriter.getF32Type());
     SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
-    Value result = buildGeneric(rewriter, loc, ValueRange{op.getInput(), op.getWeight(), scales},
-                                out, {identity, toWidth, toRow, identity}, parallel,
+    Value result = buildGeneric(rewriter, loc, ValueRange{input, op.getWeight(), scales}, out,
+                                {identity, toWidth, toRow, identity}, parallel,
                                 [&](OpBuilder &b, Location l, ValueRange args) -> Value {
                                   Value scaled = arith::MulFOp::create(b, l, args[2], args[0]);
                                   return arith::MulFOp::create(b, l, args[1], scaled);
                                 });
+    if (!groups.empty())
+      result = tensor::CollapseShapeOp::create(rewriter, loc, op.getType(), result, groups);
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -21,6 +21,9 @@ UnitSplit gpuSplit(Operation *op) {
     return !rope.getRows() && rope.getType().getRank() == 2 ? UnitSplit::Rows : UnitSplit::Default;
   if (auto write = dyn_cast<KVWriteOp>(op))
     return write.getRow().getType().getRank() == 2 ? UnitSplit::Rows : UnitSplit::Default;
+  // A grouped (per-head) norm runs whole: its tiles would cut heads.
+  if (auto norm = dyn_cast<RMSNormOp>(op); norm && norm.getGroup())
+    return UnitSplit::Default;
   if (isa<EmbeddingsOp, AttentionMergeOp, RMSNormOp, EmbeddingOp>(op))
     return UnitSplit::Rows;
   // Attention over T query rows: (query row, kv head) pairs, since kv heads

@@ -168,9 +168,19 @@ LogicalResult RMSNormOp::verify() {
        (getInput().getType().getRank() == 2 && dimOf(getResult(), 1) != widthOf(getInput()))))
     return emitOpError("a tile's result must be elements of the vector or whole rows, got ")
            << getResult().getType();
-  if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0)))
+  if (std::optional<int64_t> group = getGroup()) {
+    if (isTiled())
+      return emitOpError("a grouped norm is never tiled");
+    if (*group <= 0 || widthOf(getInput()) % *group != 0)
+      return emitOpError("group of ")
+             << *group << " does not divide the input's " << widthOf(getInput()) << " elements";
+    if (dimOf(getWeight(), 0) != *group)
+      return emitOpError("weight") << weightName(getWeight()) << " has " << dimOf(getWeight(), 0)
+                                   << " elements but the group has " << *group;
+  } else if (mismatch(widthOf(getInput()), dimOf(getWeight(), 0))) {
     return emitOpError("weight") << weightName(getWeight()) << " has " << dimOf(getWeight(), 0)
                                  << " elements but the input has " << widthOf(getInput());
+  }
   if (!(getEps().convertToFloat() > 0.0f))
     return emitOpError("eps must be positive");
   return success();
@@ -202,6 +212,14 @@ template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
       return op->emitOpError("residual has ") << widthOf(residual) << " elements but the op has "
                                               << dimOf(weight, 0) / perOutput << " outputs";
   }
+  if (Value bias = op.getBias()) {
+    if (perOutput != 1)
+      return op->emitOpError("a bias does not combine with the swiglu epilogue");
+    if (mismatch(dimOf(bias, 0), dimOf(weight, 0)))
+      return op->emitOpError("bias")
+             << weightName(bias) << " has " << dimOf(bias, 0) << " elements but the weight has "
+             << dimOf(weight, 0) << " rows";
+  }
   return success();
 }
 
@@ -213,7 +231,22 @@ LogicalResult ConcatOp::verify() {
   if (getParts().empty())
     return emitOpError("needs at least one part");
   int64_t rows = 0, partRows = dimOf(getParts()[0], 0);
-  Type element = getResult().getType().getElementType();
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  Type element = resultType.getElementType();
+  if (resultType.getRank() == 1) {
+    // Vectors (biases): f32 elements one part after another.
+    for (Value part : getParts()) {
+      if (!part.getDefiningOp<WeightOp>() || cast<RankedTensorType>(part.getType()).getRank() != 1)
+        return emitOpError("vector parts must be quill.weight vectors");
+      rows += dimOf(part, 0);
+    }
+    if (getScale() || getInterleave())
+      return emitOpError("vector parts are neither scaled nor interleaved");
+    if (rows != dimOf(getResult(), 0))
+      return emitOpError("parts have ")
+             << rows << " elements in all but the result has " << dimOf(getResult(), 0);
+    return success();
+  }
   for (Value part : getParts()) {
     if (!part.getDefiningOp<WeightOp>())
       return emitOpError("parts must be quill.weight ops: packing happens at compile time");
@@ -222,6 +255,8 @@ LogicalResult ConcatOp::verify() {
                                  << cast<RankedTensorType>(part.getType()).getElementType()
                                  << " but the result is " << element
                                  << ": packed parts keep one encoding";
+    if (cast<RankedTensorType>(part.getType()).getRank() != 2)
+      return emitOpError("part") << weightName(part) << " is not a matrix like the result";
     if (dimOf(part, 1) != dimOf(getResult(), 1))
       return emitOpError("part") << weightName(part) << " has " << dimOf(part, 1)
                                  << " columns but the result has " << dimOf(getResult(), 1);
@@ -256,6 +291,19 @@ LogicalResult SliceOp::verify() {
   return success();
 }
 
+/// A rotary frequency table of one inverse frequency per pair of a head,
+/// and a positive attention factor.
+static LogicalResult verifyRopeFrequencies(Operation *op, Value freqs, int64_t headDim,
+                                           std::optional<APFloat> attentionFactor) {
+  if (freqs && dimOf(freqs, 0) * 2 != headDim)
+    return op->emitOpError("freqs")
+           << weightName(freqs) << " has " << dimOf(freqs, 0) << " entries but a " << headDim
+           << "-wide head has " << headDim / 2 << " pairs";
+  if (attentionFactor && !(attentionFactor->convertToFloat() > 0.0f))
+    return op->emitOpError("attention_factor must be positive");
+  return success();
+}
+
 LogicalResult RoPEOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
@@ -271,6 +319,8 @@ LogicalResult RoPEOp::verify() {
                                     << headDim << "-wide heads";
   if (!(getTheta().convertToFloat() > 0.0f))
     return emitOpError("theta must be positive");
+  if (failed(verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor())))
+    return failure();
   if (auto positions = dyn_cast<RankedTensorType>(getPos().getType()))
     if (getInput().getType().getRank() != 2 ||
         mismatch(positions.getDimSize(0), dimOf(getInput(), 0)))
@@ -384,7 +434,10 @@ LogicalResult ProjectQKVOp::verify() {
   if (!isTiled() && mismatch(dimOf(getResult(), 0), rows))
     return emitOpError("result has ")
            << dimOf(getResult(), 0) << " elements but the weight has " << rows << " rows";
-  return success();
+  if (Value bias = getBias(); bias && dimOf(bias, 0) != rows)
+    return emitOpError("bias") << weightName(bias) << " has " << dimOf(bias, 0)
+                               << " elements but the weight has " << rows << " rows";
+  return verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor());
 }
 
 LogicalResult AttentionPartialOp::verify() {

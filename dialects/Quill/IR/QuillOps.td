@@ -93,16 +93,17 @@ def Quill_ConcatOp : Quill_Op<"concat", [Pure, AttrSizedOperandSegments]> {
     number of columns (and of rows, to interleave): the packing happens when
     the artifact's weights are laid out, never at run time. With `scale %g`
     (a named vector weight), every column k is also multiplied by g[k]: an
-    RMSNorm weight folded into the layer.
+    RMSNorm weight folded into the layer. Vector parts (the biases of
+    packed layers) are concatenated likewise, element after element.
 
     ```mlir
     %wqkv = quill.concat %wq, %wk, %wv : (tensor<64x64xf32>, tensor<32x64xf32>,
         tensor<32x64xf32>) -> tensor<128x64xf32>
     ```
   }];
-  let arguments = (ins Variadic<Quill_WeightMatrix>:$parts, Optional<Quill_Vector>:$scale,
-                       UnitAttr:$interleave);
-  let results = (outs Quill_WeightMatrix:$result);
+  let arguments = (ins Variadic<AnyTypeOf<[Quill_WeightMatrix, Quill_Vector]>>:$parts,
+                       Optional<Quill_Vector>:$scale, UnitAttr:$interleave);
+  let results = (outs AnyTypeOf<[Quill_WeightMatrix, Quill_Vector]>:$result);
   let assemblyFormat = [{
     $parts (`scale` $scale^ `:` type($scale))? attr-dict `:` functional-type($parts, $result)
   }];
@@ -209,12 +210,18 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
     vector (each still scaled by the whole vector's root mean square), or
     to rows `[b, e)` of a [T, width] input.
 
+    With `group = g`, each run of g consecutive elements (one attention
+    head: Qwen3's q/k norms) is normalized on its own, all by the same
+    g-element weight. Such an op is never tiled.
+
     ```mlir
     %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
+    %qn = quill.rmsnorm %q, %qw {eps = 1.0e-06 : f32, group = 16 : i64}
+        : tensor<64xf32>, tensor<16xf32>
     ```
   }];
   let arguments = (ins Quill_Rows:$input, Quill_Vector:$weight, F32Attr:$eps,
-                       Variadic<Index>:$tile);
+                       Variadic<Index>:$tile, OptionalAttr<I64Attr>:$group);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,` type($weight)
@@ -226,12 +233,13 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
 class Quill_MatVecOp<string mnemonic>
     : Quill_Op<mnemonic, [Quill_TiledOpInterface, Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Quill_Rows:$input, Quill_WeightMatrix:$weight,
-                       Optional<Quill_Rows>:$residual, Variadic<Index>:$tile,
-                       Optional<Index>:$rows,
+                       Optional<Quill_Rows>:$residual, Optional<Quill_Vector>:$bias,
+                       Variadic<Index>:$tile, Optional<Index>:$rows,
                        UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`rows` $rows^)? (`residual` $residual^ `:` type($residual))?
+    $input `,` $weight (`rows` $rows^)? (`bias` $bias^ `:` type($bias))?
+    (`residual` $residual^ `:` type($residual))?
     (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
     type($weight) `->` type($result)
   }];
@@ -243,11 +251,12 @@ class Quill_MatVecOp<string mnemonic>
 }
 
 def Quill_LinearOp : Quill_MatVecOp<"linear"> {
-  let summary = "A linear layer without bias: `result = weight @ input`";
+  let summary = "A linear layer: `result = weight @ input (+ bias)`";
   let description = [{
     `weight` has one row per output. Inside a kernel, `tile [%b, %e]` restricts
     the op to output rows `[b, e)` and the result holds just those rows.
-    Epilogues fused in: `residual %r` adds `%r` to the result (the residual
+    Epilogues fused in: `bias %b` adds one element per weight row (Qwen2's
+    Q, K and V biases), after the RMSNorm prologue's scale; `residual %r` adds `%r` to the result (the residual
     connection); `swiglu` takes a weight whose rows alternate gate and up
     rows and returns `silu(gate) * up`, half as many elements. A prologue:
     with `norm_eps`, the input is RMS-normalized first (its weight folded
@@ -276,13 +285,16 @@ def Quill_LogitsOp : Quill_MatVecOp<"logits"> {
 
 def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
     [DeclareOpInterfaceMethods<Quill_CacheUpdateOpInterface>, Quill_TiledOpInterface,
-     MemoryEffects<[MemWrite]>,
+     MemoryEffects<[MemWrite]>, AttrSizedOperandSegments,
      AllTypesMatch<["keys", "values", "new_keys", "new_values"]>]> {
   let summary = "The QKV projection with rotary embedding and the KV-cache write as epilogue";
   let description = [{
     `y = W x` (RMS-normalized first with `norm_eps`) over a weight whose rows
     are Q, then K, then V (K and V as wide as a cache row). Q and K rows are
-    rotated (interleaved pairs, position `pos`); the K and V rows are also
+    rotated (interleaved pairs, position `pos`, by `theta` or by the
+    inverse frequencies of `freqs` and `attention_factor` as `quill.rope`
+    has them), after `bias` is added to every row where there is one; the
+    K and V rows are also
     written into row `pos` of `keys` and `values`. Returns `y` and the
     updated caches. Inside a kernel, `tile [%b, %e]` restricts the op to
     the pairs of rows `[b, e)`, rows `[2b, 2e)` of `y` (and the cache
@@ -295,11 +307,14 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
     ```
   }];
   let arguments = (ins Quill_Vector:$input, Quill_WeightMatrix:$weight, Quill_Matrix:$keys,
-                       Quill_Matrix:$values, Index:$pos, Variadic<Index>:$tile,
-                       I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps);
+                       Quill_Matrix:$values, Index:$pos, Optional<Quill_Vector>:$bias,
+                       Optional<Quill_Vector>:$freqs, Variadic<Index>:$tile,
+                       I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps,
+                       OptionalAttr<F32Attr>:$attention_factor);
   let results = (outs Quill_Vector:$result, Quill_Matrix:$new_keys, Quill_Matrix:$new_values);
   let assemblyFormat = [{
-    $input `,` $weight `into` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
+    $input `,` $weight `into` $keys `,` $values `at` $pos (`bias` $bias^ `:` type($bias))?
+    (`freqs` $freqs^ `:` type($freqs))? (`tile` `[` $tile^ `]`)? attr-dict
     `:` type($input) `,` type($weight) `,` type($keys) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -324,16 +339,25 @@ def Quill_RoPEOp : Quill_Op<"rope", [Quill_TiledOpInterface, Pure, AttrSizedOper
     Inside a kernel, `tile [%b, %e]` restricts the op to rows `[b, e)` of a
     [T, width] input.
 
+    A RoPE scaling (linear, llama3, YaRN) replaces `1 / theta^(d /
+    head_dim)` by the table `freqs` of head_dim / 2 inverse frequencies,
+    pair `d / 2`'s at index `d / 2`, computed at compile time; YaRN also
+    multiplies cos and sin by `attention_factor`.
+
     ```mlir
     %qr = quill.rope %q at %pos {head_dim = 8 : i64, theta = 1.0e+04 : f32} : tensor<64xf32>
+    %kr = quill.rope %k at %pos freqs %f : tensor<4xf32> {head_dim = 8 : i64, theta = 5.0e+05 : f32}
+        : tensor<32xf32>
     ```
   }];
   let arguments = (ins Quill_Rows:$input, AnyTypeOf<[Index, Quill_RowInts]>:$pos,
-                       Optional<Index>:$rows, Variadic<Index>:$tile, I64Attr:$head_dim,
-                       F32Attr:$theta);
+                       Optional<Index>:$rows, Optional<Quill_Vector>:$freqs,
+                       Variadic<Index>:$tile, I64Attr:$head_dim,
+                       F32Attr:$theta, OptionalAttr<F32Attr>:$attention_factor);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `at` $pos (`rows` $rows^)? (`tile` `[` $tile^ `]`)? attr-dict `:` type($input)
+    $input `at` $pos (`rows` $rows^)? (`freqs` $freqs^ `:` type($freqs))?
+    (`tile` `[` $tile^ `]`)? attr-dict `:` type($input)
     custom<RowPositions>(type($pos)) custom<TiledResult>(ref(type($input)), type($result))
   }];
   let hasVerifier = 1;

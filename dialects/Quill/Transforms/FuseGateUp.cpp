@@ -16,8 +16,8 @@ namespace {
 /// A linear layer the fusions may rewrite: plain (no epilogue, untiled)
 /// over a named weight, used once.
 bool isPlainLinear(LinearOp linear) {
-  return linear && !linear.getResidual() && !linear.isTiled() && !linear.getSwiglu() &&
-         linear.getWeight().getDefiningOp<WeightOp>() && linear->hasOneUse();
+  return linear && !linear.getResidual() && !linear.getBias() && !linear.isTiled() &&
+         !linear.getSwiglu() && linear.getWeight().getDefiningOp<WeightOp>() && linear->hasOneUse();
 }
 
 struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
@@ -46,8 +46,9 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
                                       ValueRange{gate.getWeight(), up.getWeight()},
                                       /*scale=*/Value(), /*interleave=*/true);
       Value fused = LinearOp::create(b, swiglu.getLoc(), swiglu.getType(), gate.getInput(), packed,
-                                     /*residual=*/Value(), /*tile=*/ValueRange{},
-                                     /*rows=*/gate.getRows(), /*swiglu=*/b.getUnitAttr(),
+                                     /*residual=*/Value(), /*bias=*/Value(),
+                                     /*tile=*/ValueRange{}, /*rows=*/gate.getRows(),
+                                     /*swiglu=*/b.getUnitAttr(),
                                      /*normEps=*/FloatAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();

@@ -21,13 +21,17 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
       // Siblings in program order, grouped by input and weight encoding
       // (a packed weight has one; a mixed Q4_K_M layer keeps its Q6_K V
       // apart).
-      llvm::MapVector<std::pair<Value, Type>, SmallVector<LinearOp>> siblings;
+      // Biased and unbiased layers are kept apart too: a packed layer has
+      // a bias for every row or none.
+      llvm::MapVector<std::tuple<Value, Type, unsigned>, SmallVector<LinearOp>> siblings;
       for (auto linear : block->getOps<LinearOp>())
         // Vectors only: slices of [T, rows] outputs would not be contiguous.
         if (!linear.getResidual() && !linear.isTiled() && !linear.getSwiglu() &&
-            linear.getType().getRank() == 1 && linear.getWeight().getDefiningOp<WeightOp>())
+            linear.getType().getRank() == 1 && linear.getWeight().getDefiningOp<WeightOp>() &&
+            (!linear.getBias() || linear.getBias().getDefiningOp<WeightOp>()))
           siblings[{linear.getInput(),
-                    cast<RankedTensorType>(linear.getWeight().getType()).getElementType()}]
+                    cast<RankedTensorType>(linear.getWeight().getType()).getElementType(),
+                    unsigned(bool(linear.getBias()))}]
               .push_back(linear);
       for (auto &[input, group] : siblings)
         if (group.size() >= 2)
@@ -40,11 +44,12 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
     // every use of every sibling; the weights (which have no operands) move
     // up to it.
     LinearOp first = group.front();
-    for (LinearOp linear : group) {
-      Operation *weight = linear.getWeight().getDefiningOp();
-      if (weight->getBlock() == first->getBlock() && first->isBeforeInBlock(weight))
-        weight->moveBefore(first);
-    }
+    for (LinearOp linear : group)
+      for (Value operand : {Value(linear.getWeight()), Value(linear.getBias())}) {
+        Operation *weight = operand ? operand.getDefiningOp() : nullptr;
+        if (weight && weight->getBlock() == first->getBlock() && first->isBeforeInBlock(weight))
+          weight->moveBefore(first);
+      }
     LinearOp last = first;
     OpBuilder b(first);
     SmallVector<Value> weights;
@@ -60,9 +65,17 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
         b, loc,
         RankedTensorType::get({rows, weightType.getDimSize(1)}, weightType.getElementType()),
         weights, /*scale=*/Value(), /*interleave=*/false);
+    Value bias;
+    if (group[0].getBias()) {
+      SmallVector<Value> biases;
+      for (LinearOp linear : group)
+        biases.push_back(linear.getBias());
+      bias = ConcatOp::create(b, loc, RankedTensorType::get({rows}, f32), biases,
+                              /*scale=*/Value(), /*interleave=*/false);
+    }
     Value fused =
         LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(), packed,
-                         /*residual=*/Value(), /*tile=*/ValueRange{},
+                         /*residual=*/Value(), bias, /*tile=*/ValueRange{},
                          /*rows=*/Value(), /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
     int64_t offset = 0;
     for (LinearOp linear : group) {

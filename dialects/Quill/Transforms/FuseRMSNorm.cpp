@@ -32,7 +32,9 @@ struct FuseRMSNormPass : mlir::quill::impl::FuseRMSNormBase<FuseRMSNormPass> {
     for (RMSNormOp norm : norms) {
       // Every user must be a linear layer the fold can rewrite.
       SmallVector<LinearOp> users;
-      bool foldable = !norm->use_empty() && norm.getWeight().getDefiningOp<WeightOp>();
+      // A grouped (per-head) norm scales each head apart: no fold.
+      bool foldable =
+          !norm->use_empty() && !norm.getGroup() && norm.getWeight().getDefiningOp<WeightOp>();
       for (Operation *user : norm->getUsers()) {
         auto linear = dyn_cast<LinearOp>(user);
         // Only f32 weights take the scale exactly: any other encoding would

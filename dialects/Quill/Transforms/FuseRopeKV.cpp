@@ -55,7 +55,9 @@ std::optional<Match> match(LinearOp linear) {
     return std::nullopt;
   Value pos = m.qRope.getPos();
   if (m.kRope.getPos() != pos || m.kWrite.getPos() != pos || m.vWrite.getPos() != pos ||
-      m.qRope.getHeadDim() != m.kRope.getHeadDim() || m.qRope.getTheta() != m.kRope.getTheta())
+      m.qRope.getHeadDim() != m.kRope.getHeadDim() || m.qRope.getTheta() != m.kRope.getTheta() ||
+      m.qRope.getFreqs() != m.kRope.getFreqs() ||
+      m.qRope.getAttentionFactor() != m.kRope.getAttentionFactor())
     return std::nullopt;
   return m;
 }
@@ -76,11 +78,11 @@ struct FuseRopeKVPass : mlir::quill::impl::FuseRopeKVBase<FuseRopeKVPass> {
         continue;
       OpBuilder b(at);
       Location loc = linear.getLoc();
-      auto fused = ProjectQKVOp::create(b, loc, linear.getType(), m->kWrite.getType(),
-                                        m->vWrite.getType(), linear.getInput(), linear.getWeight(),
-                                        m->kWrite.getCache(), m->vWrite.getCache(),
-                                        m->qRope.getPos(), ValueRange{}, m->qRope.getHeadDimAttr(),
-                                        m->qRope.getThetaAttr(), linear.getNormEpsAttr());
+      auto fused = ProjectQKVOp::create(
+          b, loc, linear.getType(), m->kWrite.getType(), m->vWrite.getType(), linear.getInput(),
+          linear.getWeight(), m->kWrite.getCache(), m->vWrite.getCache(), m->qRope.getPos(),
+          linear.getBias(), m->qRope.getFreqs(), ValueRange{}, m->qRope.getHeadDimAttr(),
+          m->qRope.getThetaAttr(), linear.getNormEpsAttr(), m->qRope.getAttentionFactorAttr());
       Value q = SliceOp::create(b, loc, m->qRope.getType(), fused.getResult(), int64_t(0));
       m->qRope.replaceAllUsesWith(q);
       m->kWrite.replaceAllUsesWith(fused.getNewKeys());

@@ -112,3 +112,24 @@ func.func @rope_row_tile(%x: tensor<4x8xf32>, %pos: index, %b: index, %e: index)
   %r = quill.rope %x at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32> -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+// A scaled RoPE reads pair d / 2's inverse frequency from its table instead
+// of computing theta^(-d / head_dim), and YaRN's attention factor scales cos
+// and sin.
+// CHECK-LABEL: func.func @rope_table
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<8xf32>, %[[POS:[^:]*]]: index, %[[F:[^:]*]]: tensor<2xf32>)
+// CHECK: linalg.generic
+// CHECK: %[[PAIR:.*]] = arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: %[[FREQ:.*]] = tensor.extract %[[F]][%[[PAIR]]]
+// CHECK-NOT: math.powf
+// CHECK: arith.mulf %{{.*}}, %[[FREQ]]
+// CHECK: %[[C:.*]] = math.cos
+// CHECK: %[[S:.*]] = math.sin
+// CHECK: arith.mulf %[[C]], %{{.*}}
+// CHECK: arith.mulf %[[S]], %{{.*}}
+func.func @rope_table(%x: tensor<8xf32>, %pos: index, %f: tensor<2xf32>) -> tensor<8xf32> {
+  %0 = quill.rope %x at %pos freqs %f : tensor<2xf32> {attention_factor = 1.1 : f32, head_dim = 4 : i64, theta = 1.0e+06 : f32} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

@@ -66,3 +66,20 @@ func.func @project_qkv_tile(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %k: tensor<
   %y, %k1, %v1 = quill.project_qkv %x, %w into %k, %v at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<8xf32>, tensor<16x8xf32>, tensor<32x4xf32> -> tensor<?xf32>
   return %y, %k1, %v1 : tensor<?xf32>, tensor<32x4xf32>, tensor<32x4xf32>
 }
+
+// -----
+
+// The bias epilogue (Qwen2's Q/K/V biases) of a tile: rows [b, e) plus
+// bias[b + i], read in place of the rows.
+// CHECK-LABEL: func.func @bias_epilogue
+// CHECK-SAME: %[[BIAS:[^:]*]]: tensor<16xf32>, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} outs(%[[Y]] : tensor<?xf32>)
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[AT:.*]] = arith.addi %[[I]], %[[B]]
+// CHECK: %[[T:.*]] = tensor.extract %[[BIAS]][%[[AT]]]
+// CHECK: arith.addf %{{.*}}, %[[T]]
+func.func @bias_epilogue(%x: tensor<8xf32>, %w: tensor<16x8xf32>, %bias: tensor<16xf32>, %b: index, %e: index) -> tensor<?xf32> {
+  %y = quill.linear %x, %w bias %bias : tensor<16xf32> tile[%b, %e] : tensor<8xf32>, tensor<16x8xf32> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}

@@ -68,3 +68,18 @@ func.func @rmsnorm_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf3
   %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<4x8xf32>, tensor<8xf32>
   return %h : tensor<4x8xf32>
 }
+
+// -----
+
+// A grouped norm (Qwen3's per-head q/k norms) is the plain one over
+// [n / g, g]: one scale per group, the g-element weight along the group.
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[E:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME: ins(%[[E]] : tensor<2x4xf32>) outs(%{{.*}} : tensor<2xf32>)
+// CHECK: %[[N:.*]] = linalg.generic {{.*}} ins(%[[E]], %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK: tensor.collapse_shape %[[N]] {{\[\[}}0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+func.func @grouped(%x: tensor<8xf32>, %w: tensor<4xf32>) -> tensor<8xf32> {
+  %0 = quill.rmsnorm %x, %w {eps = 1.0e-06 : f32, group = 4 : i64} : tensor<8xf32>, tensor<4xf32>
+  return %0 : tensor<8xf32>
+}
