@@ -27,7 +27,10 @@ bool tFloat(Interpreter &, const Value &v, CallArgs &) { return v.isFloat(); }
 bool tNumber(Interpreter &, const Value &v, CallArgs &) { return v.isNumber(); }
 bool tString(Interpreter &, const Value &v, CallArgs &) { return v.isString(); }
 bool tMapping(Interpreter &, const Value &v, CallArgs &) { return v.isDict(); }
-bool tCallable(Interpreter &, const Value &v, CallArgs &) { return v.isFunction(); }
+// jinja2's Undefined defines __call__ (it raises), so it counts as callable.
+bool tCallable(Interpreter &, const Value &v, CallArgs &) {
+  return v.isFunction() || v.isUndefined();
+}
 bool tIterable(Interpreter &, const Value &v, CallArgs &) {
   return v.isUndefined() || v.isString() || v.isList() || v.isDict();
 }
