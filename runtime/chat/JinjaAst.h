@@ -75,7 +75,8 @@ struct Stmt {
   std::vector<std::pair<std::string, ExprPtr>> params;
   /// Filter chains: each a Filter Expr whose args[0] is null (the body's text).
   std::vector<ExprPtr> filters;
-  bool newScope = false; ///< Scope: `with` opens one, `generation` does not.
+  bool newScope = false; ///< Scope: `with` and `generation` open one.
+  bool usesLoop = true;  ///< For: the body reads `loop` (else it is not built).
 };
 
 } // namespace quill::jinja

@@ -214,30 +214,32 @@ void Interpreter::execFor(const Stmt &s) {
     step();
     scope_ = std::make_shared<Scope>();
     scope_->parent = outer;
-    std::vector<Value> cycleItems;
-    Value loop = Value::ns(
-        {
-            {"index", Value(i + 1)},
-            {"index0", Value(i)},
-            {"revindex", Value(n - i)},
-            {"revindex0", Value(n - i - 1)},
-            {"first", Value(i == 0)},
-            {"last", Value(i == n - 1)},
-            {"length", Value(n)},
-            {"depth", Value(1)},
-            {"depth0", Value(0)},
-            {"previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item")},
-            {"nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item")},
-            {"cycle", Value::function(
-                          "cycle",
-                          [i](Interpreter &interp, CallArgs &args) {
-                            if (args.positional.empty())
-                              interp.fail("no items for cycling given");
-                            return args.positional[static_cast<size_t>(i) % args.positional.size()];
-                          })},
-        },
-        "LoopContext");
-    scope_->set("loop", loop);
+    if (s.usesLoop) {
+      Value loop = Value::ns(
+          {
+              {"index", Value(i + 1)},
+              {"index0", Value(i)},
+              {"revindex", Value(n - i)},
+              {"revindex0", Value(n - i - 1)},
+              {"first", Value(i == 0)},
+              {"last", Value(i == n - 1)},
+              {"length", Value(n)},
+              {"depth", Value(1)},
+              {"depth0", Value(0)},
+              {"previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item")},
+              {"nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item")},
+              {"cycle",
+               Value::function(
+                   "cycle",
+                   [i](Interpreter &interp, CallArgs &args) {
+                     if (args.positional.empty())
+                       interp.fail("no items for cycling given");
+                     return args.positional[static_cast<size_t>(i) % args.positional.size()];
+                   })},
+          },
+          "LoopContext");
+      scope_->set("loop", loop);
+    }
     assign(s.targets, items[i]);
     if (exec(s.body) == Flow::Break)
       break;

@@ -23,7 +23,7 @@ namespace quill::jinja {
 struct RenderLimits {
   size_t maxOutputBytes = 64u << 20; ///< Also bounds any one string built.
   int maxCallDepth = 200;            ///< Nested macro calls.
-  uint64_t maxSteps = 20'000'000;    ///< Statements plus loop iterations.
+  uint64_t maxSteps = 5'000'000;     ///< Statements plus loop iterations (~1 s).
 };
 
 /// Variables of one scope, in definition order.

@@ -9,6 +9,39 @@
 namespace quill::jinja {
 namespace {
 
+bool mentions(const Expr *e, const std::string &name) {
+  if (!e)
+    return false;
+  if (e->kind == Expr::Kind::Name && e->name == name)
+    return true;
+  for (const auto &a : e->args)
+    if (mentions(a.get(), name))
+      return true;
+  for (const auto &[k, a] : e->keywords)
+    if (mentions(a.get(), name))
+      return true;
+  return false;
+}
+
+/// Whether any statement of `body` (nested ones too) reads variable `name`.
+bool mentions(const Body &body, const std::string &name) {
+  for (const auto &s : body) {
+    if (mentions(s->expr.get(), name) || mentions(s->condition.get(), name) ||
+        mentions(s->body, name) || mentions(s->elseBody, name))
+      return true;
+    for (const auto &f : s->filters)
+      if (mentions(f.get(), name))
+        return true;
+    for (const auto &[k, e] : s->params)
+      if (mentions(e.get(), name))
+        return true;
+    for (const auto &[c, b] : s->branches)
+      if (mentions(c.get(), name) || mentions(b, name))
+        return true;
+  }
+  return false;
+}
+
 class Parser : public ExpressionParser {
 public:
   using ExpressionParser::ExpressionParser;
@@ -191,6 +224,7 @@ private:
     expectBlockEnd();
     ++loopDepth_;
     s->body = parseBody({"endfor", "else"}, &tag);
+    s->usesLoop = mentions(s->body, "loop");
     --loopDepth_;
     if (cur().text == "else") {
       advance();

@@ -9,9 +9,34 @@
 
 namespace quill::jinja {
 
+/// 1 + the deepest of `values`; refused past kMaxValueDepth.
+template <typename Range, typename Get> static int nestedDepth(const Range &values, Get get) {
+  int deepest = 0;
+  for (const auto &x : values)
+    deepest = std::max(deepest, get(x).depth());
+  if (deepest + 1 > kMaxValueDepth)
+    throw TemplateError("value nested too deeply (more than " + std::to_string(kMaxValueDepth) +
+                        " levels)");
+  return deepest + 1;
+}
+
+int Value::depth() const {
+  switch (kind_) {
+  case Kind::List:
+    return static_cast<ListObject *>(object_.get())->depth;
+  case Kind::Dict:
+    return asDict().depth;
+  case Kind::Namespace:
+    return asNamespace().depth;
+  default:
+    return 0;
+  }
+}
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   Value v = withKind(Kind::List);
   auto object = std::make_shared<ListObject>();
+  object->depth = nestedDepth(items, [](const Value &x) -> const Value & { return x; });
   object->items = std::move(items);
   object->tuple = tuple;
   v.object_ = std::move(object);
@@ -21,6 +46,7 @@ Value Value::list(std::vector<Value> items, bool tuple) {
 Value Value::dict(std::vector<std::pair<Value, Value>> entries) {
   Value v = withKind(Kind::Dict);
   auto object = std::make_shared<DictObject>();
+  object->depth = nestedDepth(entries, [](const auto &e) -> const Value & { return e.second; });
   object->entries = std::move(entries);
   v.object_ = std::move(object);
   return v;
@@ -73,6 +99,10 @@ Value *NamespaceObject::find(std::string_view name) {
 }
 
 void NamespaceObject::set(const std::string &name, Value value) {
+  if (value.depth() + 1 > kMaxValueDepth)
+    throw TemplateError("value nested too deeply (more than " + std::to_string(kMaxValueDepth) +
+                        " levels)");
+  depth = std::max(depth, value.depth() + 1);
   if (Value *slot = find(name))
     *slot = std::move(value);
   else
@@ -177,6 +207,24 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+  std::vector<const void *> active;
+  return reprInside(active);
+}
+
+std::string Value::reprInside(std::vector<const void *> &active) const {
+  bool container = isList() || isDict() || isNamespace();
+  if (container && std::find(active.begin(), active.end(), object_.get()) != active.end())
+    return isList() ? "[...]" : isDict() ? "{...}" : "<" + asNamespace().typeName + " {...}>";
+  if (container)
+    active.push_back(object_.get());
+  struct Pop {
+    std::vector<const void *> &active;
+    bool container;
+    ~Pop() {
+      if (container)
+        active.pop_back();
+    }
+  } pop{active, container};
   switch (kind_) {
   case Kind::Undefined:
     return "Undefined";
@@ -194,7 +242,7 @@ std::string Value::repr() const {
     const auto &xs = items();
     std::string out = isTuple() ? "(" : "[";
     for (size_t i = 0; i < xs.size(); ++i)
-      out += (i ? ", " : "") + xs[i].repr();
+      out += (i ? ", " : "") + xs[i].reprInside(active);
     if (isTuple() && xs.size() == 1)
       out += ",";
     return out + (isTuple() ? ")" : "]");
@@ -203,7 +251,7 @@ std::string Value::repr() const {
     std::string out = "{";
     bool first = true;
     for (const auto &[k, v] : asDict().entries) {
-      out += (first ? "" : ", ") + k.repr() + ": " + v.repr();
+      out += (first ? "" : ", ") + k.reprInside(active) + ": " + v.reprInside(active);
       first = false;
     }
     return out + "}";
@@ -214,7 +262,7 @@ std::string Value::repr() const {
     std::string out = "<" + asNamespace().typeName + " {";
     bool first = true;
     for (const auto &[k, v] : asNamespace().attrs) {
-      out += (first ? "" : ", ") + pythonStringRepr(k) + ": " + v.repr();
+      out += (first ? "" : ", ") + pythonStringRepr(k) + ": " + v.reprInside(active);
       first = false;
     }
     return out + "}>";

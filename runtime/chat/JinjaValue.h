@@ -93,8 +93,11 @@ public:
   bool truthy() const;
   /// Python's str(x); undefined prints as "".
   std::string str() const;
-  /// Python's repr(x) (used inside str() of containers).
+  /// Python's repr(x) (used inside str() of containers); a namespace that
+  /// contains itself prints as `{...}` there, as Python's does.
   std::string repr() const;
+  /// How deeply containers nest inside this value (0 for a scalar).
+  int depth() const;
   /// Python's `==` (1 == 1.0 == True; containers compared deeply).
   bool equals(const Value &other) const;
   /// jinja2's name for the type in messages: "dict object", "str object", ...
@@ -103,6 +106,7 @@ public:
   std::string pythonTypeName() const;
 
 private:
+  std::string reprInside(std::vector<const void *> &active) const;
   static Value withKind(Kind k) {
     Value v;
     v.kind_ = k;
@@ -115,13 +119,19 @@ private:
   std::shared_ptr<void> object_;
 };
 
+/// Containers nest at most this deep: deeper ones are refused when built,
+/// so printing, comparing and freeing values cannot exhaust the stack.
+constexpr int kMaxValueDepth = 512;
+
 struct ListObject {
   std::vector<Value> items;
   bool tuple = false;
+  int depth = 1;
 };
 
 struct DictObject {
   std::vector<std::pair<Value, Value>> entries;
+  int depth = 1;
   /// The value for `key`, or nullptr.
   const Value *find(const Value &key) const;
   const Value *find(std::string_view key) const;
@@ -135,6 +145,7 @@ struct FunctionObject {
 struct NamespaceObject {
   std::vector<std::pair<std::string, Value>> attrs;
   std::string typeName; ///< "Namespace", or "LoopContext" (read-only).
+  int depth = 1;
   Value *find(std::string_view name);
   void set(const std::string &name, Value value);
 };

@@ -105,6 +105,12 @@ TEST(JinjaErrors, RunawayTemplatesStopWithAClearError) {
   EXPECT_EQ(renderError("{{ range(1000000)|length }}"),
             "test: line 1: Range too big. The sandbox blocks ranges larger than MAX_RANGE "
             "(100000).");
+  EXPECT_EQ(renderError("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}"
+                        "{% set ns.a = [ns.a] %}{% endfor %}"),
+            "test: line 1: value nested too deeply (more than 512 levels)");
+  EXPECT_EQ(renderError("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
+                        "{% endfor %}"),
+            "test: line 1: template ran too long (more than 5000000 steps)");
   std::string deep = std::string(2000, '(') + "1" + std::string(2000, ')');
   EXPECT_NE(parseError("{{ " + deep + " }}").find("expression nested too deeply"),
             std::string::npos);

@@ -215,6 +215,8 @@ TEST(Jinja, Scoping) {
        R"J({})J", R"J(xFalse)J"},
       {R"J({% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }})J", R"J({})J", R"J(12)J"},
       {R"J({% set a, b = 1, 2 %}{{ b }}{{ a }})J", R"J({})J", R"J(21)J"},
+      {R"J({% set ns = namespace(x=1) %}{% set ns.self = ns %}{{ ns }})J", R"J({})J",
+       R"J(<Namespace {'x': 1, 'self': <Namespace {...}>}>)J"},
       {R"J({% set x %}block {{ 1 + 1 }}{% endset %}[{{ x }}])J", R"J({})J", R"J([block 2])J"},
       {R"J({% set x | upper %}shout{% endset %}{{ x }})J", R"J({})J", R"J(SHOUT)J"},
       {R"J({% set messages = messages + [1] %}{{ messages }})J", R"J({})J", R"J([1])J"},
