@@ -111,11 +111,6 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   const ModelConfig &config = (*model)->config();
   if (Status s = checkContextFits(options, config); !s)
     return s;
-  // A window at least as long as the context changes nothing.
-  if (config.slidingWindow > 0 && config.slidingWindow < config.seqLen)
-    return Status::error(options.modelPath + ": sliding-window attention (a window of " +
-                         std::to_string(config.slidingWindow) + " positions in a context of " +
-                         std::to_string(config.seqLen) + ") is not supported yet");
 
   const Target *target = lookupTarget(options.pipeline.target);
   if (!target)

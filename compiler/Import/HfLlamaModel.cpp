@@ -149,6 +149,9 @@ private:
   HfLlamaModel() = default;
   Status load(const std::string &weightsFile);
   Status readConfig(const JsonValue &json, const std::string &path);
+  /// generation_config.json's eos_token_id (one id or a list), when the
+  /// file is there: more end tokens.
+  Status readGenerationConfig();
   /// rope_scaling into the config's frequency table.
   Status readRopeScaling(const JsonValue &json, ConfigReader &r);
   /// The safetensors files and which holds each tensor.
@@ -267,6 +270,33 @@ Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) 
   if (Status s = readRopeScaling(json, r); !s)
     return s;
   return validateLlama2cConfig(c);
+}
+
+Status HfLlamaModel::readGenerationConfig() {
+  const std::string path = (fs::path(directory_) / "generation_config.json").string();
+  std::error_code ignored;
+  if (!fs::exists(path, ignored))
+    return Status::ok();
+  auto json = parseJsonFile(path);
+  if (!json)
+    return json.status();
+  if (!json->isObject())
+    return Status::error(path + ": not a JSON object");
+  ConfigReader r(*json, path);
+  if (!json->find("eos_token_id"))
+    return Status::ok();
+  auto ids = r.tokenIds("eos_token_id", config_.eosId);
+  if (!ids)
+    return ids.status();
+  for (int32_t id : *ids) {
+    if (id >= config_.vocabSize)
+      return r.error("eos_token_id " + std::to_string(id) + " is outside the vocabulary of " +
+                     std::to_string(config_.vocabSize));
+    if (id != config_.eosId && std::find(config_.extraEosIds.begin(), config_.extraEosIds.end(),
+                                         id) == config_.extraEosIds.end())
+      config_.extraEosIds.push_back(id);
+  }
+  return Status::ok();
 }
 
 Status HfLlamaModel::readRopeScaling(const JsonValue &json, ConfigReader &r) {
@@ -400,6 +430,8 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
   if (!json)
     return json.status();
   if (Status s = readConfig(*json, configPath); !s)
+    return s;
+  if (Status s = readGenerationConfig(); !s)
     return s;
   if (Status s = openWeights(weightsFile); !s)
     return s;

@@ -73,6 +73,10 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   Value freqs = config.ropeFrequencies.empty()
                     ? Value()
                     : weight("rope_freqs", vec(int64_t(config.ropeFrequencies.size())));
+  // Mistral's sliding window, where it is shorter than the context.
+  IntegerAttr window = config.slidingWindow > 0 && config.slidingWindow < config.seqLen
+                           ? b.getI64IntegerAttr(config.slidingWindow)
+                           : IntegerAttr();
   FloatAttr attentionFactor = config.ropeAttentionFactor != 1.0f
                                   ? b.getF32FloatAttr(config.ropeAttentionFactor)
                                   : FloatAttr();
@@ -122,7 +126,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos);
       values = q::PagedKVWriteOp::create(b, l, pool, v, values, tables, pos);
       attended = q::PagedAttentionOp::create(b, l, act(qDim), qv, keys, values, tables, pos,
-                                             config.nHeads, config.nKvHeads, ValueRange{});
+                                             config.nHeads, config.nKvHeads, ValueRange{}, window);
     } else {
       Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
       Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
@@ -130,7 +134,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       values =
           q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
       attended = q::AttentionOp::create(b, l, act(qDim), qv, keys, values, pos, config.nHeads,
-                                        config.nKvHeads, ValueRange{}, /*tile_rows=*/false);
+                                        config.nKvHeads, ValueRange{}, /*tile_rows=*/false, window);
     }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, qDim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.

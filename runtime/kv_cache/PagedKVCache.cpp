@@ -126,7 +126,8 @@ PagedKVCache::SequenceId PagedKVCache::fork(SequenceId parent) {
   to.length = from.length;
   to.table = from.table;
   for (int32_t block : to.table)
-    ++refCounts_[block];
+    if (block != kTrashBlock) // Dropped by a sliding window.
+      ++refCounts_[block];
   return child;
 }
 
@@ -184,9 +185,32 @@ void PagedKVCache::truncate(SequenceId seq, int32_t n) {
   size_t keep = size_t(blocksFor(s.length, layout_.blockSize));
   // Released last block first, so the LIFO free list hands them back in table order.
   while (s.table.size() > keep) {
-    releaseBlock(s.table.back());
+    if (s.table.back() != kTrashBlock)
+      releaseBlock(s.table.back());
     s.table.pop_back();
   }
+}
+
+int32_t PagedKVCache::dropBefore(SequenceId seq, int32_t position) {
+  Sequence &s = sequence(seq);
+  int32_t released = 0;
+  const size_t whole = size_t(std::max(position, 0) / layout_.blockSize);
+  for (size_t j = 0; j < std::min(whole, s.table.size()); ++j)
+    if (s.table[j] != kTrashBlock) {
+      releaseBlock(s.table[j]);
+      s.table[j] = kTrashBlock;
+      ++released;
+    }
+  return released;
+}
+
+bool PagedKVCache::holdsPositions(SequenceId seq, int32_t n) const {
+  const Sequence &s = sequence(seq);
+  const size_t blocks = std::min(size_t(blocksFor(n, layout_.blockSize)), s.table.size());
+  for (size_t j = 0; j < blocks; ++j)
+    if (s.table[j] == kTrashBlock)
+      return false;
+  return true;
 }
 
 void PagedKVCache::free(SequenceId seq) {

@@ -103,6 +103,13 @@ public:
   void truncate(SequenceId seq, int32_t n);
   /// Releases the sequence and its block references; its id may be reused.
   void free(SequenceId seq);
+  /// Releases the blocks whose positions all lie before `position` (a
+  /// sliding window has moved past them); their table entries become
+  /// kTrashBlock, which no kernel reads for a windowed model. Returns how
+  /// many entries it released.
+  int32_t dropBefore(SequenceId seq, int32_t position);
+  /// Whether the sequence still holds the blocks of positions [0, n).
+  bool holdsPositions(SequenceId seq, int32_t n) const;
 
   /// Positions the sequence holds.
   int32_t length(SequenceId seq) const;

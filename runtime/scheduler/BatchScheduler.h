@@ -26,7 +26,9 @@ struct BatchStats {
   int64_t steps = 0;
   int32_t peakSequences = 0; ///< Most sequences in flight at once.
   uint64_t peakKVBytes = 0;  ///< Most KV-cache bytes in use at once.
-  double seconds = 0;        ///< Wall time of the whole run.
+  /// Blocks freed because a sliding window moved past them.
+  int64_t windowDroppedBlocks = 0;
+  double seconds = 0; ///< Wall time of the whole run.
   /// Steps whose rows were all decode rows: their time and rows (the
   /// steady-state decode throughput, without prefill mixed in).
   double decodeOnlySeconds = 0;

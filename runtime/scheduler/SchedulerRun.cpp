@@ -48,7 +48,8 @@ void Run::queueRequests() {
 }
 
 PagedKVCache::SequenceId Run::startingSequence(const PrefixRetention::Donor &donor) {
-  if (donor.kv < 0)
+  // A donor whose window dropped the shared blocks has nothing to give.
+  if (donor.kv < 0 || !cache_.holdsPositions(donor.kv, donor.shared))
     return cache_.createSequence();
   PagedKVCache::SequenceId kv = cache_.fork(donor.kv);
   cache_.truncate(kv, donor.shared);
@@ -117,7 +118,17 @@ Status Run::step() {
     return rows.status();
   stats_.prefilledTokens += rows->prefilledTokens;
   runBatchStep(*rows);
+  dropOutsideWindow();
   return consumeLogits(rows->logitOwners);
+}
+
+void Run::dropOutsideWindow() {
+  const int32_t window = config_.slidingWindow;
+  if (window <= 0 || window >= config_.seqLen)
+    return;
+  // The next position, length, attends from length + 1 - window on.
+  for (const auto &q : live_)
+    stats_.windowDroppedBlocks += cache_.dropBefore(q->kv, cache_.length(q->kv) + 1 - window);
 }
 
 void Run::runBatchStep(const AssembledRows &rows) {

@@ -35,6 +35,9 @@ private:
   /// The cache sequence a new prompt starts in: a fork of `donor` cut to
   /// the positions they share, or an empty one.
   PagedKVCache::SequenceId startingSequence(const PrefixRetention::Donor &donor);
+  /// With a sliding window: frees each live sequence's blocks that no later
+  /// position attends to.
+  void dropOutsideWindow();
   /// An admitted candidate's group gets its search or its result slots, and
   /// the candidate its sampler and output.
   void startGroup(Sequence &q, const GenerationRequest &request);

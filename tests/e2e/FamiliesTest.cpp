@@ -150,6 +150,15 @@ Family qwen3() {
   return f;
 }
 
+Family mistral() {
+  // A window of 6 positions, shorter than the prompts and the checks.
+  Family f{"Mistral", "llama", "mistral", "MistralForCausalLM", shape(64, 128, 4, 2, 0, false)};
+  f.config.slidingWindow = 6;
+  f.hfExtra = "  \"sliding_window\": 6,\n";
+  f.ggufExtra = [](GgufWriter &w) { w.addU32("llama.attention.sliding_window", 6); };
+  return f;
+}
+
 /// Uniform values for every tensor the family has: matrices scaled by
 /// 1/sqrt(columns), norm weights near 1, biases well away from 0.
 TensorMap familyTensors(const ModelConfig &c, uint32_t seed) {
@@ -251,8 +260,49 @@ TEST_P(Families, StepsMatchTheReferenceFromGgufAndHuggingFace) {
   EXPECT_EQ(tokens[0], tokens[1]) << f.name << ": GGUF and Hugging Face generate differently";
 }
 
-INSTANTIATE_TEST_SUITE_P(LlamaFamily, Families, ::testing::Values(llama3(), qwen2(), qwen3()),
+TEST_P(Families, CompilesToPtxForTheCudaTarget) {
+  // The features lower through the target-neutral layer: the CUDA target
+  // takes them too (run on a GPU by scripts/gpu; here the PTX is checked to
+  // be whole: every kernel an entry, no call outside it).
+  const Family f = GetParam();
+  TensorMap values = familyTensors(f.config, 31);
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(writeFamily(f, true, values)) +
+                        " --target=cuda --emit=ptx");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find(".visible .entry "), std::string::npos);
+  EXPECT_EQ(r.out.find(".extern"), std::string::npos) << f.name << ": a call outside the PTX";
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaFamily, Families,
+                         ::testing::Values(llama3(), qwen2(), qwen3(), mistral()),
                          [](const auto &info) { return std::string(info.param.name); });
+
+TEST(FamilySlidingWindow, TheBatchSchedulerFreesBlocksTheWindowLeftAndMatchesSoloRuns) {
+  // Blocks of 4 positions and a window of 6: a sequence of 30 positions
+  // needs at most 3 blocks at a time, and the paged batch step (which may
+  // no longer read the freed blocks) agrees with the decode step's tokens.
+  Family f = mistral();
+  TensorMap values = familyTensors(f.config, 31);
+  std::string tok = syntheticTokenizer(f.config.vocabSize);
+  std::string artifact = compileArtifact(writeFamily(f, false, values), tok, "window-batch",
+                                         "--batch-rows 4 --kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  std::string prompts = tempDir() + "/window-prompts.txt";
+  writeText(prompts, "ab\nbcd\n");
+  CommandResult batch = run(quote(tool("quill-run")) + " " + quote(artifact) + " --batch-file " +
+                            quote(prompts) + " --json --temp 0 -n 28 --ignore-eos");
+  ASSERT_EQ(batch.exitCode, 0) << batch.err;
+  size_t dropped = batch.out.find("\"window_dropped_blocks\":");
+  ASSERT_NE(dropped, std::string::npos) << batch.out;
+  EXPECT_GT(std::atoi(batch.out.c_str() + dropped + 24), 0) << batch.out;
+  for (const char *prompt : {"ab", "bcd"}) {
+    std::string solo = generatedTokens(artifact, std::string("-n 28 --ignore-eos -p ") + prompt);
+    ASSERT_FALSE(solo.empty());
+    EXPECT_NE(batch.out.find("\"tokens\":[" + solo + "]"), std::string::npos)
+        << prompt << ": " << solo << "\n"
+        << batch.out;
+  }
+}
 
 /// Splits "5,7,9" into ids.
 std::vector<int> parseIds(const std::string &list) {
@@ -267,9 +317,11 @@ std::vector<int> parseIds(const std::string &list) {
 
 TEST(FamilyEndTokens, GreedyDecodingStopsAtEveryDeclaredEndToken) {
   // Greedy tokens with no end token in reach, then each later token
-  // declared an end in turn: GGUF's eos, eot and eom ids, and each entry of
-  // an HF eos_token_id list. Generation stops right before it.
+  // declared an end in turn: GGUF's eos, eot and eom ids, an entry of
+  // config.json's eos_token_id list, and of generation_config.json's.
+  // Generation stops right before it.
   Family f = llama3();
+  f.name = "Llama3Ends"; // Its own files: this test adds generation_config.json.
   f.config.eosId = 299;
   f.config.bosId = 298;
   TensorMap values = familyTensors(f.config, 31);
@@ -302,11 +354,16 @@ TEST(FamilyEndTokens, GreedyDecodingStopsAtEveryDeclaredEndToken) {
           w.addU32(std::string("tokenizer.ggml.") + c.name + "_token_id", uint32_t(end));
       });
     } else {
-      // Overrides eos_token_id with a list: the writer's own id, then
-      // the chosen one.
-      model = writeFamily(f, false, values,
-                          std::string("  \"eos_token_id\": [299, ") +
-                              (c.index == 8 ? "297, " : "") + std::to_string(end) + "],\n");
+      // config.json's eos_token_id as a list (the writer's own id, then the
+      // chosen one), or generation_config.json's beside a single id.
+      if (c.index == 8) {
+        model = writeFamily(f, false, values);
+        writeText(model + "/generation_config.json",
+                  "{\"eos_token_id\": [299, 297, " + std::to_string(end) + "]}");
+      } else {
+        model = writeFamily(f, false, values,
+                            "  \"eos_token_id\": [299, " + std::to_string(end) + "],\n");
+      }
     }
     std::string artifact = compileArtifact(model, tok, "ends-" + std::to_string(n++));
     ASSERT_FALSE(artifact.empty()) << c.name;

@@ -278,11 +278,12 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
       }
     }
 
-    // Multi-head attention over positions 0..pos; head h reads kv head
-    // h / kvMul.
+    // Multi-head attention over positions 0..pos (Mistral: the last
+    // slidingWindow of them); head h reads kv head h / kvMul.
+    const int from = p.slidingWindow > 0 ? std::max(0, pos - p.slidingWindow + 1) : 0;
     for (int h = 0; h < p.nHeads; h++) {
       const float *qh = q.data() + h * headSize;
-      for (int t = 0; t <= pos; t++) {
+      for (int t = from; t <= pos; t++) {
         const float *kt = keyCache_.data() + loff + size_t(t) * kvDim + (h / kvMul) * headSize;
         float score = 0.0f;
         for (int i = 0; i < headSize; i++)
@@ -290,11 +291,11 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
         score /= sqrtf(headSize);
         att[t] = score;
       }
-      softmax(att.data(), pos + 1);
+      softmax(att.data() + from, pos + 1 - from);
       // Weighted sum of the values into this head's slice of xb.
       float *xbh = xb.data() + h * headSize;
       std::memset(xbh, 0, headSize * sizeof(float));
-      for (int t = 0; t <= pos; t++) {
+      for (int t = from; t <= pos; t++) {
         const float *vt = valueCache_.data() + loff + size_t(t) * kvDim + (h / kvMul) * headSize;
         float a = att[t];
         for (int i = 0; i < headSize; i++)

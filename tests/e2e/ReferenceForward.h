@@ -20,9 +20,9 @@ using ReferenceTensors = std::map<std::string, std::vector<float>>;
 /// exactly as llama2.c's run.c does (float math, same operation order), with
 /// the other families' published extras where the config asks for them:
 /// Q/K/V biases (Qwen2), per-head RMSNorm of q and k before RoPE and a head
-/// width apart from dim / heads (Qwen3), and scaled RoPE frequencies with an
-/// attention factor (Llama 3, YaRN). Slow on purpose: every step is a loop
-/// you can read against the paper.
+/// width apart from dim / heads (Qwen3), scaled RoPE frequencies with an
+/// attention factor (Llama 3, YaRN), and a sliding window (Mistral). Slow on purpose: every step is
+/// a loop you can read against the paper.
 class ReferenceModel {
 public:
   /// Reads a legacy or v1 ("ak42") fp32 llama2.c checkpoint into memory.

@@ -46,6 +46,38 @@ void fillBlock(PagedKVCache &cache, int32_t block) {
   }
 }
 
+TEST(PagedKVCache, ASlidingWindowDropsWholeBlocksBehindIt) {
+  // 4 positions per block: 14 positions hold blocks 0-3. Dropping before
+  // position 9 releases blocks 0 and 1 (positions 0-7) and keeps block 2,
+  // which still holds position 8.
+  auto cache = makeCache(10);
+  Seq a = cache->createSequence();
+  ASSERT_TRUE(cache->append(a, 14).isOk());
+  std::vector<int32_t> before = cache->blockTable(a);
+  EXPECT_EQ(cache->usedBlocks(), 4);
+  EXPECT_EQ(cache->dropBefore(a, 9), 2);
+  EXPECT_EQ(cache->usedBlocks(), 2);
+  const std::vector<int32_t> &after = cache->blockTable(a);
+  EXPECT_EQ(after[0], PagedKVCache::kTrashBlock);
+  EXPECT_EQ(after[1], PagedKVCache::kTrashBlock);
+  EXPECT_EQ(after[2], before[2]);
+  EXPECT_EQ(after[3], before[3]);
+  EXPECT_FALSE(cache->holdsPositions(a, 5));
+  EXPECT_TRUE(cache->holdsPositions(a, 0));
+  // Again: nothing more to drop. A fork shares only the held blocks, and
+  // truncating or freeing never releases the dropped entries twice.
+  EXPECT_EQ(cache->dropBefore(a, 9), 0);
+  Seq b = cache->fork(a);
+  EXPECT_EQ(cache->refCount(before[2]), 2);
+  EXPECT_EQ(cache->refCount(PagedKVCache::kTrashBlock), 0);
+  cache->truncate(b, 6);
+  EXPECT_EQ(cache->blockTable(b).size(), 2u);
+  cache->free(b);
+  cache->free(a);
+  EXPECT_EQ(cache->usedBlocks(), 0);
+  EXPECT_EQ(cache->freeBlocks(), cache->totalBlocks());
+}
+
 TEST(PagedKVCache, CreateSizesAZeroedAlignedPool) {
   auto cache = makeCache(10);
   ASSERT_TRUE(cache);

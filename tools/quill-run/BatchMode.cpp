@@ -127,11 +127,12 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
   if (options.json) {
     std::printf("{\"aggregate\":{\"prompts\":%zu,\"generated_tokens\":%lld,\"seconds\":%.6g,"
                 "\"decode_tokens_per_s\":%.6g,\"peak_kv_bytes\":%llu,\"steps\":%lld,"
-                "\"prefix_tokens_reused\":%lld}}\n",
+                "\"prefix_tokens_reused\":%lld,\"window_dropped_blocks\":%lld}}\n",
                 results.size(), static_cast<long long>(stats.generatedTokens), stats.seconds,
                 decodeRate, static_cast<unsigned long long>(stats.peakKVBytes),
                 static_cast<long long>(stats.steps),
-                static_cast<long long>(stats.prefixTokensReused));
+                static_cast<long long>(stats.prefixTokensReused),
+                static_cast<long long>(stats.windowDroppedBlocks));
   } else {
     std::fflush(stdout);
     std::fprintf(stderr,

@@ -183,6 +183,17 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
   return arith::SelectOp::create(b, loc, isOdd, odd, even);
 }
 
+Value windowStart(OpBuilder &b, Location loc, Value pos, std::optional<int64_t> window) {
+  if (!window)
+    return arith::ConstantIndexOp::create(b, loc, 0);
+  // pos + 1 - window, or 0 while the window still reaches position 0.
+  Value end = arith::AddIOp::create(b, loc, pos, arith::ConstantIndexOp::create(b, loc, 1));
+  Value width = arith::ConstantIndexOp::create(b, loc, *window);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, end, width);
+  return arith::SelectOp::create(b, loc, inside, arith::SubIOp::create(b, loc, end, width),
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+}
+
 Value addBias(OpBuilder &b, Location loc, Value values, Value bias, OpFoldResult first) {
   Value start = getValueOrCreateConstantIndexOp(b, loc, first);
   unsigned rank = cast<RankedTensorType>(values.getType()).getRank();

@@ -67,6 +67,10 @@ template <typename OpTy> RopeFrequencies ropeFrequencies(OpTy op) {
 Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
                  Value position, const RopeFrequencies &frequencies);
 
+/// The first position a query at `pos` attends to: 0, or with a sliding
+/// window of `window` positions max(0, pos + 1 - window).
+Value windowStart(OpBuilder &b, Location loc, Value pos, std::optional<int64_t> window);
+
 /// `values` ([n] or [T, n], the weight rows [first, first + n)) plus
 /// bias[first + i] in every row: a linear layer's bias epilogue.
 Value addBias(OpBuilder &b, Location loc, Value values, Value bias, OpFoldResult first);

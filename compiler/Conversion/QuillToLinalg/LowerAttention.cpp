@@ -104,7 +104,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     return success();
   }
 
-  /// One query vector at `pos` over cached positions 0..pos, kv heads
+  /// One query vector at `pos` over cached positions 0..pos (the window's
+  /// last ones with a sliding window), kv heads
   /// [begin, begin + units): the flattened [units, group, head_dim] output.
   Value attendOne(OpBuilder &b, Location loc, AttentionOp op, Value queryVector, Value pos,
                   OpFoldResult begin, OpFoldResult units) const {
@@ -114,8 +115,17 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     const int64_t context = op.getKeys().getType().getDimSize(0);
     auto f32 = b.getF32Type();
     auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
+    // Positions [first, pos]: all of them, or the sliding window's.
+    OpFoldResult first = index(0);
     OpFoldResult positions =
         arith::AddIOp::create(b, loc, pos, arith::ConstantIndexOp::create(b, loc, 1)).getResult();
+    if (op.getWindow()) {
+      Value start = windowStart(b, loc, pos, op.getWindow());
+      positions =
+          arith::SubIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, positions), start)
+              .getResult();
+      first = start;
+    }
 
     // Views: q as [kv head, group, d]; caches as [position, kv head, d].
     Value query =
@@ -126,7 +136,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
           b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
           SmallVector<ReassociationIndices>{{0}, {1, 2}});
       return tensor::ExtractSliceOp::create(
-                 b, loc, view, ArrayRef<OpFoldResult>{index(0), begin, index(0)},
+                 b, loc, view, ArrayRef<OpFoldResult>{first, begin, index(0)},
                  ArrayRef<OpFoldResult>{positions, units, index(headDim)},
                  ArrayRef<OpFoldResult>{index(1), index(1), index(1)})
           .getResult();

@@ -84,6 +84,9 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     };
     Value keys = cacheView(op.getKeys()), values = cacheView(op.getValues());
     Value positions = arith::AddIOp::create(b, loc, op.getPos(), constant(b, loc, 1));
+    // With a sliding window, chunks start no earlier than its first position.
+    Value firstPosition =
+        op.getWindow() ? windowStart(b, loc, op.getPos(), op.getWindow()) : Value();
     auto fastMath = reductionFastMath(b);
     Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
 
@@ -93,9 +96,12 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
           Value head = arith::DivUIOp::create(nb, l, unit, constant(nb, l, chunks));
           Value part = arith::RemUIOp::create(nb, l, unit, constant(nb, l, chunks));
           // Positions [start, start + n) of this chunk; n may be 0.
-          Value start = arith::MulIOp::create(nb, l, part, constant(nb, l, chunk));
+          Value chunkStart = arith::MulIOp::create(nb, l, part, constant(nb, l, chunk));
+          Value start = firstPosition
+                            ? arith::MaxUIOp::create(nb, l, chunkStart, firstPosition).getResult()
+                            : chunkStart;
           Value stop = arith::MinUIOp::create(
-              nb, l, arith::AddIOp::create(nb, l, start, constant(nb, l, chunk)), positions);
+              nb, l, arith::AddIOp::create(nb, l, chunkStart, constant(nb, l, chunk)), positions);
           Value n = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, stop, start), start);
           OpFoldResult nf = n;
           Value q = tensor::ExtractSliceOp::create(

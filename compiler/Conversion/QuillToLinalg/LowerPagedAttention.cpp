@@ -67,11 +67,19 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
       return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
     };
 
-    // Positions 0..p: n of them, in ceil(n / blockSize) blocks.
+    // Positions first..p (first 0, or the sliding window's start): n of
+    // them, in blocks firstBlock .. ceil((p + 1) / blockSize) - 1. The blocks
+    // before the window are never read: the runtime may have freed them.
     Value p = toIndex(tensor::ExtractOp::create(b, loc, op.getPositions(), ValueRange{t}));
-    Value n = arith::AddIOp::create(b, loc, p, constant(1));
+    Value end = arith::AddIOp::create(b, loc, p, constant(1));
+    const bool windowed = op.getWindow().has_value();
+    Value first = windowed ? windowStart(b, loc, p, op.getWindow()) : Value();
+    Value n = windowed ? arith::SubIOp::create(b, loc, end, first).getResult() : end;
+    Value firstBlock = windowed
+                           ? arith::DivUIOp::create(b, loc, first, constant(blockSize)).getResult()
+                           : constant(0);
     Value blockCount = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, n, constant(blockSize - 1)), constant(blockSize));
+        b, loc, arith::AddIOp::create(b, loc, end, constant(blockSize - 1)), constant(blockSize));
 
     Value row = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({width}, f32),
                                                op.getQuery(), ArrayRef<OpFoldResult>{t, index(0)},
@@ -82,20 +90,30 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
                                       row, SmallVector<ReassociationIndices>{{0, 1, 2}});
     query = scaleQuery(b, loc, query, kvHeads, group, index(kvHeads), headDim);
 
-    // Block j of the sequence: positions [j * blockSize, + len), the cache
-    // rows [len, kv head, d] of physical block tables[t, j].
+    // Block j of the sequence: positions [from, from + len) of it, from
+    // slot `slot` of physical block tables[t, j] on (cache rows [len, kv
+    // head, d]), scores [start, start + len) of the window's.
     struct BlockRange {
       Value start, len;
-      OpFoldResult lenFold;
+      OpFoldResult slot, lenFold;
     };
     auto blockRange = [&](OpBuilder &nb, Location l, Value j) {
-      Value start =
-          arith::MulIOp::create(nb, l, j, arith::ConstantIndexOp::create(nb, l, blockSize));
-      Value len = arith::MinUIOp::create(nb, l, arith::SubIOp::create(nb, l, n, start),
-                                         arith::ConstantIndexOp::create(nb, l, blockSize));
-      return BlockRange{start, len, len};
+      auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(nb, l, v); };
+      Value blockStart = arith::MulIOp::create(nb, l, j, c(blockSize));
+      if (!windowed) {
+        Value len = arith::MinUIOp::create(nb, l, arith::SubIOp::create(nb, l, n, blockStart),
+                                           c(blockSize));
+        return BlockRange{blockStart, len, nb.getIndexAttr(0), len};
+      }
+      Value from = arith::MaxUIOp::create(nb, l, blockStart, first);
+      Value to = arith::MinUIOp::create(
+          nb, l, arith::AddIOp::create(nb, l, blockStart, c(blockSize)), end);
+      Value len = arith::SubIOp::create(nb, l, to, from);
+      return BlockRange{arith::SubIOp::create(nb, l, from, first), len,
+                        arith::SubIOp::create(nb, l, from, blockStart).getResult(), len};
     };
-    auto blockRows = [&](OpBuilder &nb, Location l, Value cache, Value j, Value len) {
+    auto blockRows = [&](OpBuilder &nb, Location l, Value cache, Value j, const BlockRange &r) {
+      Value len = r.len;
       Value physical = arith::IndexCastOp::create(
           nb, l, nb.getIndexType(),
           tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, j}));
@@ -104,8 +122,7 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
           SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
       return tensor::ExtractSliceOp::create(
                  nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, headDim}, f32), view,
-                 ArrayRef<OpFoldResult>{physical, nb.getIndexAttr(0), nb.getIndexAttr(0),
-                                        nb.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{physical, r.slot, nb.getIndexAttr(0), nb.getIndexAttr(0)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
                                         nb.getIndexAttr(headDim)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1),
@@ -124,14 +141,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     Value scores =
         scratchSlice(b, loc, {kvHeads, group, context}, {index(kvHeads), index(group), n}, 0.0f);
     auto scoreLoop = scf::ForOp::create(
-        b, loc, constant(0), blockCount, constant(1), ValueRange{scores},
+        b, loc, firstBlock, blockCount, constant(1), ValueRange{scores},
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
           BlockRange r = blockRange(nb, l, j);
           auto [offsets, sizes] = scoreSlice(nb, carried[0], r);
           Value part =
               tensor::ExtractSliceOp::create(nb, l, carried[0], offsets, sizes, unitStrides);
-          part = builder->attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r.len),
-                                          part);
+          part = builder->attentionScores(nb, l, query, blockRows(nb, l, op.getKeys(), j, r), part);
           Value next =
               tensor::InsertSliceOp::create(nb, l, part, carried[0], offsets, sizes, unitStrides);
           scf::YieldOp::create(nb, l, ValueRange{next});
@@ -144,13 +160,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
                              {index(kvHeads), index(group), index(headDim)}, 0.0f);
     auto sumLoop = scf::ForOp::create(
-        b, loc, constant(0), blockCount, constant(1), ValueRange{out},
+        b, loc, firstBlock, blockCount, constant(1), ValueRange{out},
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
           BlockRange r = blockRange(nb, l, j);
           auto [offsets, sizes] = scoreSlice(nb, probs, r);
           Value part = tensor::ExtractSliceOp::create(nb, l, probs, offsets, sizes, unitStrides);
           Value next = builder->attentionWeightedSum(
-              nb, l, part, blockRows(nb, l, op.getValues(), j, r.len), carried[0]);
+              nb, l, part, blockRows(nb, l, op.getValues(), j, r), carried[0]);
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
     return tensor::CollapseShapeOp::create(b, loc, divideRows(b, loc, sumLoop.getResult(0), sums),

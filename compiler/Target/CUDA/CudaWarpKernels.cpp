@@ -65,7 +65,8 @@ struct WarpAttentionRows : OpRewritePattern<AttentionOp> {
   LaneMode mode;
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &b) const override {
-    if (!op.getTileRows() || !op.isTiled())
+    // A sliding window takes the generic lowering.
+    if (!op.getTileRows() || !op.isTiled() || op.getWindow())
       return failure();
     Location loc = op.getLoc();
     const int64_t rowWidth = op.getQuery().getType().getDimSize(1) / op.getNumKvHeads();
@@ -87,7 +88,7 @@ struct WarpAttentionPartial : OpRewritePattern<AttentionPartialOp> {
   LaneMode mode;
 
   LogicalResult matchAndRewrite(AttentionPartialOp op, PatternRewriter &b) const override {
-    if (op.getChunk() % kWarpLanes != 0 || op.getHeadDim() % kWarpLanes != 0)
+    if (op.getChunk() % kWarpLanes != 0 || op.getHeadDim() % kWarpLanes != 0 || op.getWindow())
       return failure();
     Location loc = op.getLoc();
     auto [first, last] = unitRange(b, loc, op.getTile(), op.getNumKvHeads() * op.getChunks());

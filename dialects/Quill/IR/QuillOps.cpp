@@ -357,6 +357,8 @@ static void printTiledResult(OpAsmPrinter &printer, Operation *, Type input, Typ
 LogicalResult AttentionOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (std::optional<int64_t> window = getWindow(); window && *window <= 0)
+    return emitOpError("window must be positive, got ") << *window;
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
     return emitOpError("num_heads (")
@@ -395,6 +397,8 @@ LogicalResult AttentionOp::verify() {
 LogicalResult PagedAttentionOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (std::optional<int64_t> window = getWindow(); window && *window <= 0)
+    return emitOpError("window must be positive, got ") << *window;
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
     return emitOpError("num_heads (")
@@ -443,6 +447,8 @@ LogicalResult ProjectQKVOp::verify() {
 LogicalResult AttentionPartialOp::verify() {
   if (failed(verifyTile(*this, getTile())) || failed(verifyStaticShapes(*this, isTiled())))
     return failure();
+  if (std::optional<int64_t> window = getWindow(); window && *window <= 0)
+    return emitOpError("window must be positive, got ") << *window;
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), width = dimOf(getQuery(), 0);
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0 || width % heads != 0)
     return emitOpError("num_heads (") << heads << ") must be a positive multiple of num_kv_heads ("

@@ -377,6 +377,9 @@ def Quill_AttentionOp : Quill_Op<"attention", [Quill_TiledOpInterface, Pure]> {
     kv head u mod num_kv_heads: row u - b of the [e - b, width /
     num_kv_heads] result (the GPU's tiling: many more units than kv heads).
 
+    With `window = W` (Mistral's sliding window), a query at position p
+    attends to positions `max(0, p - W + 1)..p` only.
+
     ```mlir
     %o = quill.attention %q, %k, %v at %pos {num_heads = 8 : i64, num_kv_heads = 4 : i64}
         : tensor<64xf32>, tensor<512x32xf32>, tensor<512x32xf32> -> tensor<64xf32>
@@ -384,7 +387,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Quill_TiledOpInterface, Pure]> {
   }];
   let arguments = (ins Quill_Rows:$query, Quill_Matrix:$keys,
                        Quill_Matrix:$values, Index:$pos, I64Attr:$num_heads,
-                       I64Attr:$num_kv_heads, Variadic<Index>:$tile, UnitAttr:$tile_rows);
+                       I64Attr:$num_kv_heads, Variadic<Index>:$tile, UnitAttr:$tile_rows,
+                       OptionalAttr<I64Attr>:$window);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict
@@ -435,7 +439,9 @@ def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
     (scores scaled by `1/sqrt(head_dim)`, softmax, weighted sum of values,
     as `quill.attention`). Rows never see each other, so a row's result
     does not depend on the rest of the batch. Inside a kernel,
-    `tile [%b, %e]` restricts the op to rows `[b, e)`.
+    `tile [%b, %e]` restricts the op to rows `[b, e)`. With `window = W`
+    a row attends to its last W positions only and never reads the blocks
+    before them (the runtime may have freed them).
 
     ```mlir
     %o = quill.paged_attention %q, %kc, %vc through %tables at %positions
@@ -445,7 +451,8 @@ def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
   }];
   let arguments = (ins Quill_Matrix:$query, Quill_BlockPool:$keys, Quill_BlockPool:$values,
                        Quill_BlockTables:$tables, Quill_RowInts:$positions,
-                       I64Attr:$num_heads, I64Attr:$num_kv_heads, Variadic<Index>:$tile);
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads, Variadic<Index>:$tile,
+                       OptionalAttr<I64Attr>:$window);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `through` $tables `at` $positions (`tile` `[` $tile^ `]`)?
@@ -467,7 +474,8 @@ def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Quill_TiledOpInter
     `u` of the result holds, for each of the kv head's query heads in turn,
     the unnormalized weighted sum of values (`head_dim` elements), the
     chunk's maximum score and its sum of `exp(score - max)`. A chunk past
-    `pos` is empty: max `-inf`, sum 0. Inside a kernel, `tile [%b, %e]`
+    `pos` (or, with `window = W`, before `pos - W + 1`) is empty: max
+    `-inf`, sum 0. Inside a kernel, `tile [%b, %e]`
     restricts the op to units `[b, e)` (rows of the result).
 
     ```mlir
@@ -478,7 +486,7 @@ def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Quill_TiledOpInter
   }];
   let arguments = (ins Quill_Vector:$query, Quill_Matrix:$keys, Quill_Matrix:$values,
                        Index:$pos, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$chunk,
-                       Variadic<Index>:$tile);
+                       Variadic<Index>:$tile, OptionalAttr<I64Attr>:$window);
   let results = (outs Quill_Matrix:$result);
   let assemblyFormat = [{
     $query `,` $keys `,` $values `at` $pos (`tile` `[` $tile^ `]`)? attr-dict

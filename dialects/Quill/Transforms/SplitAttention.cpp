@@ -34,7 +34,8 @@ struct SplitAttentionPass : mlir::quill::impl::SplitAttentionBase<SplitAttention
           RankedTensorType::get({int64_t(op.getNumKvHeads()) * chunks, rowWidth}, b.getF32Type());
       Value partials = AttentionPartialOp::create(
           b, op.getLoc(), partialType, op.getQuery(), op.getKeys(), op.getValues(), op.getPos(),
-          op.getNumHeadsAttr(), op.getNumKvHeadsAttr(), b.getI64IntegerAttr(chunk), ValueRange{});
+          op.getNumHeadsAttr(), op.getNumKvHeadsAttr(), b.getI64IntegerAttr(chunk), ValueRange{},
+          op.getWindowAttr());
       Value merged = AttentionMergeOp::create(b, op.getLoc(), op.getType(), partials,
                                               op.getNumHeadsAttr(), op.getNumKvHeadsAttr(),
                                               /*tile=*/ValueRange{});

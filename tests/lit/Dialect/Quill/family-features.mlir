@@ -77,3 +77,11 @@ func.func @vector_concat_scaled() -> tensor<8xf32> {
   %c = quill.concat %a, %b {interleave} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
   return %c : tensor<8xf32>
 }
+
+// -----
+
+func.func @window_positive(%q: tensor<8xf32>, %k: tensor<16x4xf32>, %v: tensor<16x4xf32>, %pos: index) -> tensor<8xf32> {
+  // expected-error @+1 {{'quill.attention' op window must be positive, got 0}}
+  %a = quill.attention %q, %k, %v at %pos {num_heads = 2 : i64, num_kv_heads = 1 : i64, window = 0 : i64} : tensor<8xf32>, tensor<16x4xf32>, tensor<16x4xf32> -> tensor<8xf32>
+  return %a : tensor<8xf32>
+}
