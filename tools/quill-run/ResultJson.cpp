@@ -103,4 +103,17 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
   return out.str();
 }
 
+void printResult(const GenerationResult &result, bool json, const ResultJsonFields &fields) {
+  if (json) {
+    std::fputs((resultJson(result, fields) + "\n").c_str(), stdout);
+    return;
+  }
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
+               stopReasonName(result.stop), result.tokens.size(),
+               perSecond(result.promptTokens.size(), result.prefillSeconds),
+               perSecond(result.tokens.size(), result.decodeSeconds));
+}
+
 } // namespace quill

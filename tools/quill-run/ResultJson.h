@@ -29,4 +29,9 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
 /// tokens / seconds, 0 for no time.
 double perSecond(double count, double seconds);
 
+/// The end of a single-sequence run whose text was streamed, or not with
+/// `json`: the JSON object and a newline on stdout, else a newline after
+/// the streamed text and the stop reason and speeds on stderr.
+void printResult(const GenerationResult &result, bool json, const ResultJsonFields &fields);
+
 } // namespace quill
