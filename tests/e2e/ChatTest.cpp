@@ -345,6 +345,11 @@ TEST(ChatSession, SecondTurnPrefillsOnlyItsNewTokensAndMatchesMessages) {
   ASSERT_EQ(turns.size(), 2u) << chat.err;
   EXPECT_EQ(turns[0], std::make_pair(int(prompt1.size()), 0));
   EXPECT_EQ(turns[1], std::make_pair(int(prompt2.size() - cached.size()), int(cached.size())));
+  // A reply of some tokens, so that reuse covers more than the first prompt.
+  EXPECT_FALSE(tokens1.empty());
+  std::printf("turn 1: %zu prompt tokens, %zu reply tokens (%s); turn 2: prefilled %d, reused %d\n",
+              prompt1.size(), tokens1.size(), reply1["stop_reason"].get<std::string>().c_str(),
+              turns[1].first, turns[1].second);
 }
 
 TEST(ChatSession, ExitAndEndOfInputLeaveCleanly) {

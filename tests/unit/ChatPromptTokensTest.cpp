@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 
 using namespace quill;
 
@@ -150,4 +152,46 @@ TEST(ChatTemplateImport, HuggingFaceBadValuesAreOneLine) {
     EXPECT_NE(r.message().find("tokenizer_config.json"), std::string::npos) << r.message();
     EXPECT_EQ(r.message().find('\n'), std::string::npos) << r.message();
   }
+}
+
+namespace {
+
+/// A small llama GGUF with `extra` metadata, opened.
+ErrorOr<std::unique_ptr<ModelSource>>
+ggufWith(const std::function<void(test::GgufWriter &)> &extra) {
+  static int count = 0;
+  ModelConfig c;
+  c.dim = 16, c.hiddenDim = 32, c.nLayers = 1, c.nHeads = 2, c.nKvHeads = 2, c.vocabSize = 32,
+  c.seqLen = 8;
+  std::string path = test::scratchRoot() + "/chat-template-" + std::to_string(count++) + ".gguf";
+  test::writeBytes(path,
+                   test::llamaGgufBytes(c, test::syntheticTensors(c, 3, [](float v) { return v; }),
+                                        "F32", 3, nullptr, extra));
+  return openModel(path);
+}
+
+} // namespace
+
+TEST(ChatTemplateImport, GgufStringAbsentAndWrongType) {
+  auto with =
+      ggufWith([](test::GgufWriter &w) { w.addString("tokenizer.chat_template", "{{ x }}"); });
+  ASSERT_TRUE(with.isOk()) << with.message();
+  auto t = (*with)->chatTemplate();
+  ASSERT_TRUE(t.isOk()) << t.message();
+  ASSERT_TRUE(t->has_value());
+  EXPECT_EQ((*t)->text, "{{ x }}");
+  EXPECT_NE((*t)->source.find("tokenizer.chat_template"), std::string::npos) << (*t)->source;
+
+  auto without = ggufWith({});
+  ASSERT_TRUE(without.isOk()) << without.message();
+  auto none = (*without)->chatTemplate();
+  ASSERT_TRUE(none.isOk()) << none.message();
+  EXPECT_FALSE(none->has_value());
+
+  auto number = ggufWith([](test::GgufWriter &w) { w.addU32("tokenizer.chat_template", 7); });
+  ASSERT_TRUE(number.isOk()) << number.message();
+  auto wrong = (*number)->chatTemplate();
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_NE(wrong.message().find("not a string"), std::string::npos) << wrong.message();
+  EXPECT_EQ(wrong.message().find('\n'), std::string::npos) << wrong.message();
 }
