@@ -228,6 +228,15 @@ TEST(ChatTemplateArtifact, TravelsFromGgufAndCanBeOverridden) {
   CommandResult own = quillRun(artifact, "--render-prompt --messages " + quote(messages));
   ASSERT_EQ(own.exitCode, 0) << own.err;
   EXPECT_EQ(own.out, qwen[0]["text"].get<std::string>());
+  // --chat's opening: the system message, no generation prompt.
+  Json opening{{"messages", Json::array({{{"role", "system"}, {"content", "Be brief."}}})},
+               {"add_generation_prompt", false}};
+  Json system = referenceRenders(kQwenTemplate, {opening});
+  CommandResult chat = quillRun(artifact, "--chat --render-prompt --system 'Be brief.'");
+  ASSERT_EQ(chat.exitCode, 0) << chat.err;
+  EXPECT_EQ(chat.out, system[0]["text"].get<std::string>());
+  EXPECT_EQ(chat.out, "<|im_start|>system\nBe brief.<|im_end|>\n");
+
   std::string mistral = compileChatModel("chatml-mistral", true, "--chat-template " + quote(other));
   ASSERT_FALSE(mistral.empty());
   Json expected = referenceRenders("mistralai-Mistral-Nemo-Instruct-2407.jinja", {request});
@@ -409,6 +418,13 @@ TEST(ChatBadInput, EveryProblemIsOneLine) {
       quillRun(artifact,
                "--messages " + quote(writeJson("no-role", Json::array({{{"content", "x"}}})))),
       "\"role\" must be a string");
+  // quill-compile checks a --chat-template it embeds.
+  std::string bad = tempDir() + "/bad-compile.jinja";
+  writeText(bad, "{{ messages[0] ");
+  expectCleanFailure(run(quote(tool("quill-compile")) + " " + quote(tempDir() + "/chatml.gguf") +
+                         " -o " + quote(tempDir() + "/never.qm") + " --chat-template " +
+                         quote(bad)),
+                     "bad-compile.jinja: line 1, column");
   // A model without a template, and no --chat-template.
   std::string bare = compileChatModel("chatml-bare", false);
   ASSERT_FALSE(bare.empty());
