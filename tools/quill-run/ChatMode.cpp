@@ -154,6 +154,9 @@ ErrorOr<int> chatLoop(const RunOptions &options, const Prompter &prompter,
         std::fputc('\n', stdout);
       return 0;
     }
+    // Ctrl-C while the line was typed.
+    if (interrupt && interrupt->load(std::memory_order_relaxed))
+      return kInterruptedExitCode;
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (line == "/exit")
@@ -227,11 +230,7 @@ ErrorOr<int> runChat(const RunOptions &options, const Artifact &artifact,
                    : session.reply(std::move(tokens), replyRequest(options, interrupt), streamText);
   if (!reply)
     return reply.status();
-  ResultJsonFields fields;
-  fields.logprobs = options.sampling.logprobs;
-  fields.seed = options.sampling.seed;
-  fields.tokenizer = &tokenizer;
-  printResult(reply->result, options.json, fields);
+  printResult(reply->result, options.json, singleSequenceFields(options.sampling, tokenizer));
   reportTurn(options, 1, *reply);
   return reply->result.stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
 }

@@ -61,6 +61,14 @@ std::string jsonLogprobs(const std::vector<StepLogprobs> &steps, const std::vect
 
 } // namespace
 
+ResultJsonFields singleSequenceFields(const SamplingParams &sampling, const Tokenizer &tokenizer) {
+  ResultJsonFields fields;
+  fields.logprobs = sampling.logprobs;
+  fields.seed = sampling.seed;
+  fields.tokenizer = &tokenizer;
+  return fields;
+}
+
 double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
 std::string resultJson(const GenerationResult &result, const ResultJsonFields &fields) {

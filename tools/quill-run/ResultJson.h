@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/decode/SequenceOutput.h"
+#include "runtime/sampling/SamplingParams.h"
 
 #include <cstdint>
 #include <optional>
@@ -19,6 +20,9 @@ struct ResultJsonFields {
   /// OpenAI's API has them: a token may hold part of a character).
   const Tokenizer *tokenizer = nullptr;
 };
+
+/// The fields of a single-sequence run: the sampler's logprobs and seed.
+ResultJsonFields singleSequenceFields(const SamplingParams &sampling, const Tokenizer &tokenizer);
 
 /// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,
 /// [logprobs], seed, timings, and prompt_index first when given; with

@@ -162,11 +162,7 @@ int runQuill(int argc, char **argv) {
   if (!result)
     return fail(result.message());
 
-  ResultJsonFields fields;
-  fields.logprobs = options.sampling.logprobs;
-  fields.seed = options.sampling.seed;
-  fields.tokenizer = &*tokenizer;
-  printResult(*result, options.json, fields);
+  printResult(*result, options.json, singleSequenceFields(options.sampling, *tokenizer));
   return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
 }
 
