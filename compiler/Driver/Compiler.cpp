@@ -5,6 +5,7 @@
 #include "compiler/Driver/KernelContracts.h"
 #include "compiler/Driver/ScheduleExtraction.h"
 #include "compiler/Driver/WeightLayout.h"
+#include "compiler/Import/ChatTemplateImport.h"
 #include "compiler/Import/ModelSource.h"
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
@@ -30,10 +31,12 @@
 namespace quill {
 
 namespace {
-/// The artifact: configuration, target, tokenizer, schedules, the kernels
-/// (a shared object, or PTX) and the weights, streamed.
+/// The artifact: configuration, target, tokenizer, chat template (when
+/// there is one), schedules, the kernels (a shared object, or PTX) and the
+/// weights, streamed.
 Status writeArtifact(const CompileOptions &options, const ModelSource &model,
                      ExtractedSchedule &extracted, std::vector<uint8_t> tokenizerBytes,
+                     const std::optional<ImportedChatTemplate> &chatTemplate,
                      TargetPayload kernels) {
   const ModelConfig &config = model.config();
   if (Status s = checkWeightLayout(model, extracted); !s)
@@ -43,6 +46,9 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
   builder.addSection(SectionKind::Target,
                      std::vector<uint8_t>(kernels.description.begin(), kernels.description.end()));
   builder.addSection(SectionKind::Tokenizer, std::move(tokenizerBytes));
+  if (chatTemplate)
+    builder.addSection(SectionKind::ChatTemplate,
+                       std::vector<uint8_t>(chatTemplate->text.begin(), chatTemplate->text.end()));
   builder.addSection(SectionKind::Schedule, encodeSchedule(extracted.schedule));
   if (extracted.prefill)
     builder.addSection(SectionKind::PrefillSchedule, encodeSchedule(*extracted.prefill));
@@ -117,6 +123,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error("unknown target '" + options.pipeline.target + "' (expected " +
                          targetNames() + ")");
   std::vector<uint8_t> tokenizerBytes;
+  std::optional<ImportedChatTemplate> chatTemplate;
   bool needArtifact = !options.emit.has_value();
   if (needArtifact) {
     // --tokenizer, else the model's own (GGUF metadata, tokenizer.json).
@@ -124,6 +131,11 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     if (!bytes)
       return bytes.status();
     tokenizerBytes = bytes.take();
+    // --chat-template, else the model's own, else none.
+    auto chosen = artifactChatTemplate(**model, options.chatTemplatePath);
+    if (!chosen)
+      return chosen.status();
+    chatTemplate = chosen.take();
     if (options.outputPath.empty())
       return Status::error("no output given: use -o FILE, or --emit=STAGE to print a stage");
   }
@@ -195,7 +207,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error(options.modelPath + ": " + payload.message());
   if (options.emit)
     return Status::ok();
-  return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes),
+  return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes), chatTemplate,
                        std::move(**payload));
 }
 

@@ -15,6 +15,7 @@ namespace quill {
 struct CompileOptions {
   std::string modelPath;
   std::string tokenizerPath;
+  std::string chatTemplatePath;    ///< Embedded instead of the model's own template.
   std::string outputPath;          ///< The artifact; unused when emitting.
   std::optional<std::string> emit; ///< Print this stage (of the target's) and stop.
   std::string dumpDir;             ///< IR after every pass, numbered files.

@@ -13,6 +13,7 @@
 // their Q/K rows, biases and q/k norm weights are reordered at import.
 #include "compiler/Import/GgufModel.h"
 
+#include "compiler/Import/ChatTemplateImport.h"
 #include "compiler/Import/GgufFile.h"
 #include "compiler/Import/GgufTokenizer.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
@@ -65,6 +66,9 @@ public:
   }
 
   ErrorOr<TokenizerData> tokenizer() const override { return tokenizerFromGguf(file_); }
+  ErrorOr<std::optional<ImportedChatTemplate>> chatTemplate() const override {
+    return chatTemplateFromGguf(file_);
+  }
 
 private:
   explicit GgufModel(GgufFile file) : file_(std::move(file)) {}

@@ -10,6 +10,7 @@
 // undoes the permutation row by row.
 #include "compiler/Import/HfLlamaModel.h"
 
+#include "compiler/Import/ChatTemplateImport.h"
 #include "compiler/Import/HfTokenizer.h"
 #include "compiler/Import/JsonValue.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
@@ -143,6 +144,9 @@ public:
     if (!json)
       return json.status();
     return tokenizerFromHfJson(*json, path, config_.bosId, config_.eosId);
+  }
+  ErrorOr<std::optional<ImportedChatTemplate>> chatTemplate() const override {
+    return chatTemplateFromHfDirectory(directory_);
   }
 
 private:

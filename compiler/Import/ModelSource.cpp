@@ -2,6 +2,8 @@
 // tensors against them, fp32 conversion, and --info.
 #include "compiler/Import/ModelSource.h"
 
+#include "compiler/Import/ChatTemplateImport.h"
+
 #include "compiler/Import/Diagnostics.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
 #include "compiler/Import/Quantize.h"
@@ -193,7 +195,7 @@ ErrorOr<std::vector<float>> ModelSource::readTensor(const std::string &name) con
 }
 
 void describeModel(const ModelSource &model, const std::string &tokenizerOverride,
-                   std::ostream &out) {
+                   std::ostream &out, const std::string &chatTemplateOverride) {
   const ModelConfig &c = model.config();
   out << "model:        " << model.path() << "\n"
       << "format:       " << model.format() << "\n"
@@ -213,6 +215,10 @@ void describeModel(const ModelSource &model, const std::string &tokenizerOverrid
     out << "--tokenizer:  "
         << (given ? describeTokenizer(*given) : "unusable (" + given.message() + ")") << "\n";
   }
+  if (auto chatTemplate = artifactChatTemplate(model, chatTemplateOverride))
+    describeChatTemplate(*chatTemplate, out);
+  else
+    out << "chat template: unusable (" << chatTemplate.message() << ")\n";
   for (const std::string &note : model.notes())
     out << "note:         " << note << "\n";
 

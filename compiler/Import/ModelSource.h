@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,13 @@ struct ImportedTensor {
   int64_t headDim = 0; ///< For RotateHalfToInterleaved.
 
   int64_t numElements() const;
+};
+
+/// A chat template and where it was read, for --info ("tokenizer.chat_template
+/// of model.gguf").
+struct ImportedChatTemplate {
+  std::string text;
+  std::string source;
 };
 
 /// A model opened for import. The tensors point into files the object keeps
@@ -81,6 +89,12 @@ public:
   /// The model's own tokenizer, or an error saying why there is none (a
   /// llama2.c checkpoint has none; a tokenizer.json may be unsupported).
   virtual ErrorOr<TokenizerData> tokenizer() const = 0;
+  /// The model's chat template (GGUF tokenizer.chat_template, Hugging Face
+  /// tokenizer_config.json chat_template), or none; an error when the model
+  /// has one that cannot be read (too large, not text).
+  virtual ErrorOr<std::optional<ImportedChatTemplate>> chatTemplate() const {
+    return std::optional<ImportedChatTemplate>();
+  }
 
 protected:
   ModelSource() = default;
@@ -122,8 +136,9 @@ ErrorOr<std::unique_ptr<ModelSource>> openModel(const std::string &path);
 
 /// Prints what quill-compile --info shows: format, architecture,
 /// hyperparameters, the tokenizer (the model's own, and `tokenizerOverride`'s
-/// when not empty), and every tensor's source name, type and shape.
+/// when not empty), the chat template (`chatTemplateOverride`'s when not
+/// empty, else the model's), and every tensor's source name, type and shape.
 void describeModel(const ModelSource &model, const std::string &tokenizerOverride,
-                   std::ostream &out);
+                   std::ostream &out, const std::string &chatTemplateOverride = "");
 
 } // namespace quill

@@ -43,7 +43,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
     return fail("corrupt section table (checksum mismatch)");
 
-  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::GpuKernels);
+  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::ChatTemplate);
   // Byte pointers: the table need not be aligned (memcpy reads the entries).
   const uint8_t *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
@@ -118,6 +118,12 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
       if (c < 0x20 || c > 0x7e)
         return fail("target section is corrupt (it holds byte " + std::to_string(uint8_t(c)) +
                     ", not text)");
+  }
+  if (section(SectionKind::ChatTemplate, data, size)) {
+    std::string_view text(reinterpret_cast<const char *>(data), size);
+    if (Status s = checkChatTemplateText(text); !s)
+      return fail("chat template section: " + s.message());
+    a.chatTemplate_ = std::string(text);
   }
   if (!section(SectionKind::Tokenizer, a.tokenizer_, a.tokenizerSize_))
     return fail("artifact has no tokenizer section");

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace quill {
@@ -30,6 +31,8 @@ public:
   /// The batch step over the paged KV cache, when compiled in.
   const BatchSchedule *batchSchedule() const { return hasBatch_ ? &batch_ : nullptr; }
   const std::string &target() const { return target_; }
+  /// The model's chat template (Jinja source), when compiled in.
+  const std::optional<std::string> &chatTemplate() const { return chatTemplate_; }
   /// The llama2.c tokenizer bytes.
   const uint8_t *tokenizerData() const { return tokenizer_; }
   size_t tokenizerSize() const { return tokenizerSize_; }
@@ -58,6 +61,7 @@ private:
   BatchSchedule batch_;
   bool hasBatch_ = false;
   std::string target_;
+  std::optional<std::string> chatTemplate_;
   const uint8_t *tokenizer_ = nullptr;
   size_t tokenizerSize_ = 0;
   const uint8_t *library_ = nullptr;

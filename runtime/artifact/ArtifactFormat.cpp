@@ -2,7 +2,10 @@
 #include "runtime/artifact/ArtifactFormat.h"
 
 #include "runtime/support/ByteStream.h"
+#include "runtime/support/ReadFile.h"
+#include "runtime/support/Utf8.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +16,16 @@
 #include <unistd.h>
 
 namespace quill {
+
+Status checkChatTemplateText(std::string_view text) {
+  if (text.size() > kMaxChatTemplateBytes)
+    return Status::error("the chat template is " + std::to_string(text.size()) +
+                         " bytes, more than the limit of " + std::to_string(kMaxChatTemplateBytes));
+  size_t bad = std::min(firstIllFormedUtf8(text), text.find('\0'));
+  if (bad != std::string_view::npos)
+    return Status::error("the chat template is not UTF-8 text (byte " + std::to_string(bad) + ")");
+  return Status::ok();
+}
 
 std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
   ByteWriter w;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace quill {
@@ -24,7 +25,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 5: the CPU kernel library states each kernel's contract (KernelContract.h).
 /// 6: the config holds the Llama-family features (head width, biases, q/k
 ///    norms, sliding window, end tokens, BOS policy).
-constexpr uint32_t kArtifactVersion = 6;
+/// 7: the optional ChatTemplate section (older runtimes refuse its kind).
+constexpr uint32_t kArtifactVersion = 7;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -37,6 +39,9 @@ enum class SectionKind : uint32_t {
   PrefillSchedule = 7, ///< Optional: the step over a chunk of tokens.
   BatchSchedule = 8,   ///< Optional: the batch step over the paged KV cache.
   GpuKernels = 9,      ///< PTX text of the kernels, instead of KernelLibrary (CUDA).
+  /// Optional: the model's Jinja chat template, UTF-8 text of at most
+  /// kMaxChatTemplateBytes (ReadFile.h), no NUL.
+  ChatTemplate = 10,
 };
 
 struct ArtifactHeader {
@@ -117,6 +122,11 @@ struct BatchSchedule {
 
 /// Letters, digits, '_', '.' and '$' only: a kernel's exported name.
 bool isSymbolName(const std::string &name);
+
+/// What a ChatTemplate section may hold: UTF-8 text without NUL, at most
+/// kMaxChatTemplateBytes. Checked where a template is read (a model file,
+/// --chat-template) and when an artifact is loaded.
+Status checkChatTemplateText(std::string_view text);
 
 std::vector<uint8_t> encodeConfig(const ModelConfig &config);
 ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size);

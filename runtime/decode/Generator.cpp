@@ -9,6 +9,25 @@ namespace quill {
 
 ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
                                               const std::function<void(std::string_view)> &onText) {
+  device_.kvCache().clear();
+  return run(request, 0, onText);
+}
+
+ErrorOr<GenerationResult>
+Generator::generateAfter(const GenerationRequest &request, int32_t cached,
+                         const std::function<void(std::string_view)> &onText) {
+  KVCache &cache = device_.kvCache();
+  if (cached < 0 || cached > cache.length() ||
+      cached >= static_cast<int64_t>(request.promptTokens.size()))
+    return Status::error("internal error: cannot continue after " + std::to_string(cached) +
+                         " cached tokens (the cache holds " + std::to_string(cache.length()) +
+                         ", the prompt has " + std::to_string(request.promptTokens.size()) + ")");
+  cache.truncate(cached);
+  return run(request, cached, onText);
+}
+
+ErrorOr<GenerationResult> Generator::run(const GenerationRequest &request, int32_t cached,
+                                         const std::function<void(std::string_view)> &onText) {
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
@@ -25,15 +44,15 @@ ErrorOr<GenerationResult> Generator::generate(const GenerationRequest &request,
     return Status::error("the prompt has " + std::to_string(promptLength) +
                          " tokens but the model's context holds " + std::to_string(config_.seqLen));
 
-  // Prefill: every prompt position writes its keys and values once, in
-  // chunks of tokens where the artifact has a prefill step.
+  // Prefill: every prompt position not cached yet writes its keys and
+  // values once, in chunks of tokens where the artifact has a prefill step.
   KVCache &cache = device_.kvCache();
-  cache.clear();
   auto start = Clock::now();
-  if (Status s = feedTokens(device_, result.promptTokens.data(), promptLength); !s)
+  if (Status s = feedTokens(device_, result.promptTokens.data() + cached, promptLength - cached);
+      !s)
     return s;
-  for (int32_t token : result.promptTokens)
-    sampler_.accept(token);
+  for (int32_t i = cached; i < promptLength; ++i)
+    sampler_.accept(result.promptTokens[i]);
   auto decodeStart = Clock::now();
   result.prefillSeconds = seconds(start, decodeStart);
 

@@ -30,7 +30,18 @@ public:
   ErrorOr<GenerationResult> generate(const GenerationRequest &request,
                                      const std::function<void(std::string_view)> &onText = {});
 
+  /// Continues a sequence instead: the KV cache already holds the first
+  /// `cached` of request.promptTokens (a conversation's earlier turns; the
+  /// cache is cut back to them), so only the rest is prefilled and shown to
+  /// the sampler. Needs 0 <= cached < the prompt's length <= the cache's.
+  ErrorOr<GenerationResult> generateAfter(const GenerationRequest &request, int32_t cached,
+                                          const std::function<void(std::string_view)> &onText = {});
+
 private:
+  /// The decode loop over a cache holding the first `cached` prompt tokens.
+  ErrorOr<GenerationResult> run(const GenerationRequest &request, int32_t cached,
+                                const std::function<void(std::string_view)> &onText);
+
   Device &device_;
   const Tokenizer &tokenizer_;
   SamplerChain &sampler_;

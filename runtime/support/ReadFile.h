@@ -15,6 +15,9 @@ constexpr uint64_t kMaxJsonFileBytes = uint64_t(256) << 20;
 constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(256) << 20;
 constexpr uint64_t kMaxBatchFileBytes = uint64_t(64) << 20;
 constexpr uint64_t kMaxEvalTextBytes = uint64_t(256) << 20; ///< quill-run --perplexity.
+/// A chat template (real ones are a few to a few tens of KB), in a model
+/// file, an artifact or given with --chat-template.
+constexpr uint64_t kMaxChatTemplateBytes = uint64_t(1) << 20;
 
 /// The bytes of `path`, a regular file of at most `maxBytes` bytes; `what`
 /// names the file's role in the errors ("<path>: <what> is a directory, not

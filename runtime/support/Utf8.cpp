@@ -60,4 +60,14 @@ std::string Utf8Stream::finish() {
   return out;
 }
 
+size_t firstIllFormedUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    Utf8Scan scan = scanUtf8(s, i);
+    if (!scan.valid)
+      return i;
+    i += scan.length;
+  }
+  return std::string_view::npos;
+}
+
 } // namespace quill

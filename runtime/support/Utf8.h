@@ -23,6 +23,10 @@ struct Utf8Scan {
 };
 Utf8Scan scanUtf8(std::string_view s, size_t i);
 
+/// The offset of the first byte of `s` that is not well-formed UTF-8, or
+/// std::string_view::npos when it all is.
+size_t firstIllFormedUtf8(std::string_view s);
+
 /// Decodes byte pieces (tokens) into well-formed UTF-8 text: bytes of an
 /// incomplete character wait until it completes, so no piece it returns
 /// splits a character; ill-formed bytes become U+FFFD.

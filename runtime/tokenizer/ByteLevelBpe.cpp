@@ -89,26 +89,8 @@ ErrorOr<ByteLevelBpe> ByteLevelBpe::create(const TokenizerData &data, const Piec
     // The first (highest-priority) rank of a repeated pair wins.
     bpe.merges_.emplace(pairKey(left, right), Merge{int32_t(rank), it->second});
   }
-  for (size_t id = 0; id < data.pieces.size(); ++id) {
-    TokenType type = data.types[id];
-    const std::string &piece = data.pieces[id];
-    if ((type == TokenType::Control || type == TokenType::UserDefined) && !piece.empty())
-      bpe.added_[uint8_t(piece[0])].emplace_back(piece, int32_t(id));
-  }
-  for (auto &list : bpe.added_)
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+  bpe.added_ = SpecialTokens(data);
   return bpe;
-}
-
-int32_t ByteLevelBpe::addedTokenAt(std::string_view text, size_t &length) const {
-  for (const auto &[piece, id] : added_[uint8_t(text[0])]) {
-    if (text.compare(0, piece.size(), piece) == 0) {
-      length = piece.size();
-      return id;
-    }
-  }
-  return -1;
 }
 
 void ByteLevelBpe::encode(std::string_view text, const PieceIndex &pieces,
@@ -120,25 +102,13 @@ void ByteLevelBpe::encode(std::string_view text, const PieceIndex &pieces,
   }
   // Added tokens first, leftmost then longest; the text between them goes
   // through the pre-tokenizer and BPE.
-  size_t segmentStart = 0;
-  auto flush = [&](size_t end) {
-    std::string_view segment = text.substr(segmentStart, end - segmentStart);
-    for (std::string_view word : preTokenize(segment, steps_))
-      encodeWord(word, pieces, out);
-  };
-  for (size_t i = 0; i < text.size();) {
-    size_t length = 0;
-    int32_t id = addedTokenAt(text.substr(i), length);
-    if (id < 0) {
-      ++i;
-      continue;
-    }
-    flush(i);
-    out.push_back(id);
-    i += length;
-    segmentStart = i;
-  }
-  flush(text.size());
+  added_.split(
+      text,
+      [&](std::string_view segment) {
+        for (std::string_view word : preTokenize(segment, steps_))
+          encodeWord(word, pieces, out);
+      },
+      [&](int32_t id) { out.push_back(id); });
 }
 
 void ByteLevelBpe::encodeWord(std::string_view word, const PieceIndex &pieces,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/support/Error.h"
+#include "runtime/tokenizer/SpecialTokens.h"
 #include "runtime/tokenizer/TokenizerFormat.h"
 
 #include <array>
@@ -45,8 +46,6 @@ private:
   ByteLevelBpe() = default;
   /// BPE over one pre-tokenized word.
   void encodeWord(std::string_view word, const PieceIndex &pieces, std::vector<int32_t> &out) const;
-  /// The longest added token at the front of `text`, or -1.
-  int32_t addedTokenAt(std::string_view text, size_t &length) const;
 
   struct Merge {
     int32_t rank;
@@ -58,9 +57,8 @@ private:
 
   std::unordered_map<uint64_t, Merge> merges_;
   std::array<int32_t, 256> byteIds_{};
-  /// Added (control and user-defined) tokens by first byte, longest first:
-  /// the piece and the id.
-  std::array<std::vector<std::pair<std::string, int32_t>>, 256> added_;
+  /// Added (control and user-defined) tokens.
+  SpecialTokens added_;
   std::vector<PreTokenizeStep> steps_;
   bool addPrefixSpace_ = false;
   bool ignoreMerges_ = false;

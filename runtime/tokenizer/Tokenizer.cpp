@@ -5,6 +5,7 @@
 #include "runtime/support/ReadFile.h"
 #include "runtime/tokenizer/ByteLevelBpe.h"
 #include "runtime/tokenizer/PairMerge.h"
+#include "runtime/tokenizer/SpecialTokens.h"
 
 #include <algorithm>
 #include <cstring>
@@ -80,6 +81,8 @@ ErrorOr<Tokenizer> Tokenizer::fromData(TokenizerData data, const std::string &so
     if (!bpe)
       return bpe.status();
     tok.byteLevel_ = std::make_shared<const ByteLevelBpe>(bpe.take());
+  } else {
+    tok.special_ = std::make_shared<const SpecialTokens>(data);
   }
   for (int b = 0; b < 256; ++b) {
     int32_t id;
@@ -139,6 +142,21 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addBos, bool 
     encodeSentencePiece(text, tokens);
   if (addEos && eosId_ >= 0)
     tokens.push_back(eosId_);
+  return tokens;
+}
+
+std::vector<int32_t> Tokenizer::encodeChat(std::string_view text) const {
+  if (kind_ == TokenizerKind::ByteLevelBpe)
+    return encode(text, /*addBos=*/false, /*addEos=*/false);
+  std::vector<int32_t> tokens, run;
+  special_->split(
+      text,
+      [&](std::string_view segment) {
+        run.clear();
+        encodeSentencePiece(segment, run);
+        tokens.insert(tokens.end(), run.begin(), run.end());
+      },
+      [&](int32_t id) { tokens.push_back(id); });
   return tokens;
 }
 

@@ -18,6 +18,7 @@
 namespace quill {
 
 class ByteLevelBpe;
+class SpecialTokens;
 
 /// A tokenizer of one of two kinds (TokenizerKind):
 ///  * SentencePiece-style BPE, as llama2.c's tokenizer.bin holds it:
@@ -59,6 +60,18 @@ public:
   ///
   /// BOS and EOS are added only when the vocabulary has them.
   std::vector<int32_t> encode(std::string_view text, bool addBos, bool addEos) const;
+
+  /// Encodes a rendered chat prompt, as Hugging Face's apply_chat_template
+  /// does (add_special_tokens=False) and llama.cpp with parse_special: the
+  /// control and user-defined pieces in the text (<s>, [INST],
+  /// <|im_start|>, ...) become their single ids, leftmost first, then
+  /// longest; no BOS or EOS is added (the template writes them). The text
+  /// between them is encoded as encode() does, each run on its own: for the
+  /// SentencePiece kind every run gets the dummy-prefix space (as llama.cpp
+  /// and HF's legacy Llama tokenizers give it), and no merge crosses a
+  /// special token. The byte-level kind cuts added tokens out of every text
+  /// anyway, so this is encode() without BOS or EOS there.
+  std::vector<int32_t> encodeChat(std::string_view text) const;
 
   /// SentencePiece kind: decodes token as run.c's decode(prevToken, token):
   /// a piece following BOS loses its leading space, and a piece "<0xNN>"
@@ -109,6 +122,9 @@ private:
   /// The byte-level merge machinery; null for the SentencePiece kind.
   /// Shared so that copies of a tokenizer stay cheap.
   std::shared_ptr<const ByteLevelBpe> byteLevel_;
+  /// SentencePiece kind: the control and user-defined pieces encodeChat
+  /// matches (byte-level BPE keeps its own).
+  std::shared_ptr<const SpecialTokens> special_;
 };
 
 } // namespace quill

@@ -220,6 +220,22 @@ TEST(HostileArtifact, UnknownAndRepeatedSectionsAreRefused) {
   }
 }
 
+TEST(HostileArtifact, ChatTemplateSectionMustBeText) {
+  auto withTemplate = [](const std::string &text, const std::string &name) {
+    std::vector<Section> sections = readSections(goodArtifact());
+    sections.push_back(
+        {uint32_t(SectionKind::ChatTemplate), std::vector<uint8_t>(text.begin(), text.end())});
+    return loadError(writeSections(sections, name));
+  };
+  EXPECT_EQ(withTemplate("{{ messages[0].content }}", "chat-ok"), "");
+  // An overlong NUL at byte 3, a NUL at byte 2, one byte past the cap.
+  EXPECT_NE(withTemplate("abc\xC0\x80", "chat-utf8").find("not UTF-8 text (byte 3)"),
+            std::string::npos);
+  EXPECT_NE(withTemplate(std::string("ab\0c", 4), "chat-nul").find("(byte 2)"), std::string::npos);
+  EXPECT_NE(withTemplate(std::string((1 << 20) + 1, 'x'), "chat-big").find("more than the limit"),
+            std::string::npos);
+}
+
 TEST(HostileArtifact, RawBytesAreNeverEchoed) {
   std::vector<Section> sections = readSections(goodArtifact());
   Section &s = sectionOf(sections, SectionKind::Schedule);

@@ -1,5 +1,6 @@
 // quill-compile: a model file -> one artifact (or any stage's IR, printed).
 #include "compiler/Driver/Compiler.h"
+#include "compiler/Import/ChatTemplateImport.h"
 #include "compiler/Import/ModelSource.h"
 #include "compiler/Import/TokenizerImport.h"
 #include "compiler/Target/Target.h"
@@ -45,9 +46,14 @@ struct Flags {
       cl::desc("Tokenizer to embed instead of the model's own: llama2.c tokenizer.bin, "
                "tokenizer.json or .gguf"),
       cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> chatTemplate{
+      "chat-template",
+      cl::desc("Jinja chat template to embed instead of the model's own (GGUF "
+               "tokenizer.chat_template, tokenizer_config.json chat_template)"),
+      cl::value_desc("file"), cl::cat(category)};
   cl::opt<bool> info{"info",
-                     cl::desc("Print the model's format, architecture, shapes, tensor types "
-                              "and tokenizer, without compiling"),
+                     cl::desc("Print the model's format, architecture, shapes, tensor types, "
+                              "tokenizer and chat template, without compiling"),
                      cl::cat(category)};
   cl::opt<std::string> output{"o", cl::desc("Artifact to write"), cl::value_desc("file"),
                               cl::cat(category)};
@@ -112,6 +118,7 @@ struct Flags {
 bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   options.modelPath = flags.model;
   options.tokenizerPath = flags.tokenizer;
+  options.chatTemplatePath = flags.chatTemplate;
   options.outputPath = flags.output;
   options.dumpDir = flags.dumpDir;
   options.timing = flags.timing;
@@ -212,8 +219,14 @@ int main(int argc, char **argv) {
         llvm::errs() << "quill-compile: " << given.message() << "\n";
         return 1;
       }
+    // So does a chat template that could not be.
+    auto chatTemplate = quill::artifactChatTemplate(**opened, flags.chatTemplate);
+    if (!chatTemplate) {
+      llvm::errs() << "quill-compile: " << chatTemplate.message() << "\n";
+      return 1;
+    }
     std::ostringstream text;
-    quill::describeModel(**opened, flags.tokenizer, text);
+    quill::describeModel(**opened, flags.tokenizer, text, flags.chatTemplate);
     llvm::outs() << text.str();
     return 0;
   }

@@ -61,6 +61,14 @@ std::string jsonLogprobs(const std::vector<StepLogprobs> &steps, const std::vect
 
 } // namespace
 
+ResultJsonFields singleSequenceFields(const SamplingParams &sampling, const Tokenizer &tokenizer) {
+  ResultJsonFields fields;
+  fields.logprobs = sampling.logprobs;
+  fields.seed = sampling.seed;
+  fields.tokenizer = &tokenizer;
+  return fields;
+}
+
 double perSecond(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
 std::string resultJson(const GenerationResult &result, const ResultJsonFields &fields) {
@@ -101,6 +109,19 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
       << ",\"prefill_ms\":" << result.prefillSeconds * 1e3
       << ",\"decode_ms\":" << result.decodeSeconds * 1e3 << "}}";
   return out.str();
+}
+
+void printResult(const GenerationResult &result, bool json, const ResultJsonFields &fields) {
+  if (json) {
+    std::fputs((resultJson(result, fields) + "\n").c_str(), stdout);
+    return;
+  }
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
+               stopReasonName(result.stop), result.tokens.size(),
+               perSecond(result.promptTokens.size(), result.prefillSeconds),
+               perSecond(result.tokens.size(), result.decodeSeconds));
 }
 
 } // namespace quill

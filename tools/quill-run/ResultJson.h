@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/decode/SequenceOutput.h"
+#include "runtime/sampling/SamplingParams.h"
 
 #include <cstdint>
 #include <optional>
@@ -20,6 +21,9 @@ struct ResultJsonFields {
   const Tokenizer *tokenizer = nullptr;
 };
 
+/// The fields of a single-sequence run: the sampler's logprobs and seed.
+ResultJsonFields singleSequenceFields(const SamplingParams &sampling, const Tokenizer &tokenizer);
+
 /// One JSON object (no newline): prompt_tokens, tokens, text, stop_reason,
 /// [logprobs], seed, timings, and prompt_index first when given; with
 /// several samples or beams also "sequences": [{tokens, text, stop_reason,
@@ -28,5 +32,10 @@ std::string resultJson(const GenerationResult &result, const ResultJsonFields &f
 
 /// tokens / seconds, 0 for no time.
 double perSecond(double count, double seconds);
+
+/// The end of a single-sequence run whose text was streamed, or not with
+/// `json`: the JSON object and a newline on stdout, else a newline after
+/// the streamed text and the stop reason and speeds on stderr.
+void printResult(const GenerationResult &result, bool json, const ResultJsonFields &fields);
 
 } // namespace quill

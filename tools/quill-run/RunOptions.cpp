@@ -87,7 +87,27 @@ const char *runUsage() {
          "  --kl-divergence BASE  with --perplexity: also run BASE.qm (same tokenizer)\n"
          "                        and print KL(base || this) (mean, 99th percentile),\n"
          "                        top-1 agreement and BASE's perplexity\n"
-         "  -h, --help            this text\n";
+         "  --messages FILE       reply to the conversation in FILE, rendered with the\n"
+         "                        model's chat template: a JSON array of messages\n"
+         "                        ({\"role\", \"content\"}), or an object {\"messages\",\n"
+         "                        \"tools\", \"add_generation_prompt\" (default true),\n"
+         "                        other template variables}; streamed, or with --json\n"
+         "  --chat                chat on stdin/stdout: each line is a user turn, each\n"
+         "                        reply is streamed; the conversation stays in the KV\n"
+         "                        cache, so a turn prefills only its new tokens\n"
+         "                        (--verbose reports how many); /exit or end of input\n"
+         "                        leaves\n"
+         "  --system TEXT         with --chat: the system message\n"
+         "  --render-prompt       with --messages or --chat: print the rendered prompt\n"
+         "                        exactly (no newline added) and stop; for --chat the\n"
+         "                        system message alone, without the generation prompt\n"
+         "  --chat-template FILE  Jinja chat template to use instead of the artifact's\n"
+         "                        (quill-compile --info says whether a model has one)\n"
+         "  -h, --help            this text\n"
+         "environment:\n"
+         "  QUILL_CHAT_NOW=SECS   chat templates' strftime_now reads this time (seconds\n"
+         "                        since the epoch, UTC) instead of the clock, for\n"
+         "                        reproducible prompts\n";
 }
 
 namespace {
@@ -191,6 +211,30 @@ ErrorOr<bool> parseSamplingFlag(const std::string &arg,
   return true;
 }
 
+/// The chat flags against each other and the other modes.
+Status checkChatCombinations(const RunOptions &o, bool beamsGiven) {
+  const bool chatMode = o.chat || !o.messagesFile.empty();
+  if (o.chat && !o.messagesFile.empty())
+    return Status::error("--chat and --messages exclude each other");
+  if (o.renderPrompt && !chatMode)
+    return Status::error("--render-prompt renders a conversation: add --messages FILE or --chat");
+  if (o.systemPrompt && !o.chat)
+    return Status::error("--system is the --chat system message: add --chat");
+  if (!o.chatTemplateFile.empty() && !chatMode)
+    return Status::error("--chat-template is for --messages and --chat");
+  if (!chatMode)
+    return Status::ok();
+  const char *mode = o.chat ? "--chat" : "--messages";
+  if (!o.prompt.empty() || !o.batchFile.empty() || o.bench || !o.perplexityFile.empty() ||
+      beamsGiven || o.samples > 1)
+    return Status::error(std::string(mode) +
+                         " is a conversation: not with --prompt, --batch-file, --bench, "
+                         "--perplexity, --beams or --n-samples");
+  if (o.chat && o.json)
+    return Status::error("--chat streams text: --json is for --messages");
+  return Status::ok();
+}
+
 /// The checks across flags, once all are read; sets o.beamSearch.
 Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool beamsGiven,
                          const std::string &beamKnob) {
@@ -237,7 +281,7 @@ Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool bea
                          ": more than the window of " + std::to_string(o.pplContext));
   if (o.sampling.logprobs && !o.json)
     return Status::error("--logprobs is reported in the --json output only: add --json");
-  return Status::ok();
+  return checkChatCombinations(o, beamsGiven);
 }
 
 } // namespace
@@ -379,6 +423,18 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       if (*n < 1)
         return Status::error("invalid --ppl-stride " + std::string(*v) + ": must be at least 1");
       o.pplStride = *n;
+    } else if (arg == "--messages" || arg == "--chat-template") {
+      QUILL_TRY(v, value());
+      if (**v == '\0')
+        return Status::error("invalid " + arg + " '': expected a file");
+      (arg == "--messages" ? o.messagesFile : o.chatTemplateFile) = *v;
+    } else if (arg == "--chat") {
+      o.chat = true;
+    } else if (arg == "--system") {
+      QUILL_TRY(v, value());
+      o.systemPrompt = std::string(*v);
+    } else if (arg == "--render-prompt") {
+      o.renderPrompt = true;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {

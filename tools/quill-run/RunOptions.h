@@ -11,6 +11,10 @@
 
 namespace quill {
 
+/// The shell's code for a process ended by SIGINT (128 + 2): quill-run's
+/// exit code after an interrupted generation.
+constexpr int kInterruptedExitCode = 130;
+
 struct RunOptions {
   std::string artifactPath;
   std::string prompt;
@@ -40,10 +44,15 @@ struct RunOptions {
   int32_t samples = 1;    ///< --n-samples: continuations of the prompt.
   /// --beams and its knobs; set when beam search is asked for.
   std::optional<BeamSearchOptions> beamSearch;
-  std::string perplexityFile; ///< --perplexity: score this text instead.
-  int32_t pplContext = 0;     ///< Window tokens; 0: the context, capped to the text.
-  int32_t pplStride = 0;      ///< Window step; 0: half the window.
-  std::string klBase;         ///< --kl-divergence: the base artifact.
+  std::string perplexityFile;              ///< --perplexity: score this text instead.
+  int32_t pplContext = 0;                  ///< Window tokens; 0: the context, capped to the text.
+  int32_t pplStride = 0;                   ///< Window step; 0: half the window.
+  std::string klBase;                      ///< --kl-divergence: the base artifact.
+  std::string messagesFile;                ///< --messages: reply to this conversation (JSON).
+  bool chat = false;                       ///< --chat: an interactive conversation on stdin.
+  bool renderPrompt = false;               ///< --render-prompt: print the chat prompt and stop.
+  std::optional<std::string> systemPrompt; ///< --system: --chat's system message.
+  std::string chatTemplateFile;            ///< --chat-template: instead of the artifact's.
   bool help = false;
 };
 

@@ -1,5 +1,6 @@
 // quill-run: generate text from a compiled Quill artifact.
 #include "BatchMode.h"
+#include "ChatMode.h"
 #include "QualityMode.h"
 #include "ResultJson.h"
 #include "RunOptions.h"
@@ -39,9 +40,6 @@ extern "C" void onInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-/// The shell's code for a process ended by SIGINT: 128 + 2.
-constexpr int kInterruptedExitCode = 130;
-
 int runQuill(int argc, char **argv) {
   using namespace quill;
   auto parsed = parseRunOptions(argc, argv);
@@ -66,6 +64,10 @@ int runQuill(int argc, char **argv) {
     return fail(tokenizer.message());
   if (Status s = validateForVocabulary(options.sampling, config.vocabSize); !s)
     return fail(s.message());
+  // The exit code, or the error to print, of a mode run elsewhere.
+  auto finish = [](const ErrorOr<int> &code) { return code ? *code : fail(code.message()); };
+  if (options.renderPrompt)
+    return finish(renderChatPrompt(options, *artifact, *tokenizer));
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
@@ -139,6 +141,13 @@ int runQuill(int argc, char **argv) {
                  static_cast<unsigned long long>(options.sampling.seed));
   }
 
+  if (isChatMode(options)) {
+    std::signal(SIGINT, onInterrupt);
+    auto code = runChat(options, *artifact, *tokenizer, device, sampler, &interrupted);
+    std::signal(SIGINT, SIG_DFL);
+    return finish(code);
+  }
+
   Generator generator(device, *tokenizer, sampler, config);
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
   request.ignoreEos = options.ignoreEos;
@@ -153,20 +162,7 @@ int runQuill(int argc, char **argv) {
   if (!result)
     return fail(result.message());
 
-  double prefillRate = perSecond(result->promptTokens.size(), result->prefillSeconds);
-  double decodeRate = perSecond(result->tokens.size(), result->decodeSeconds);
-  if (options.json) {
-    ResultJsonFields fields;
-    fields.logprobs = options.sampling.logprobs;
-    fields.seed = options.sampling.seed;
-    fields.tokenizer = &*tokenizer;
-    std::fputs((resultJson(*result, fields) + "\n").c_str(), stdout);
-  } else {
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
-    std::fprintf(stderr, "[stop: %s after %zu tokens; prefill %.1f tok/s, decode %.1f tok/s]\n",
-                 stopReasonName(result->stop), result->tokens.size(), prefillRate, decodeRate);
-  }
+  printResult(*result, options.json, singleSequenceFields(options.sampling, *tokenizer));
   return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
 }
 
