@@ -156,6 +156,9 @@ private:
   /// generation_config.json's eos_token_id (one id or a list), when the
   /// file is there: more end tokens.
   Status readGenerationConfig();
+  /// tokenizer_config.json's add_bos_token, when it says: whether prompts
+  /// start with BOS (otherwise: yes, but never for Qwen).
+  Status readAddBos();
   /// rope_scaling into the config's frequency table.
   Status readRopeScaling(const JsonValue &json, ConfigReader &r);
   /// The safetensors files and which holds each tensor.
@@ -303,6 +306,24 @@ Status HfLlamaModel::readGenerationConfig() {
   return Status::ok();
 }
 
+Status HfLlamaModel::readAddBos() {
+  const std::string path = (fs::path(directory_) / "tokenizer_config.json").string();
+  std::error_code ignored;
+  if (!fs::exists(path, ignored))
+    return Status::ok();
+  auto json = parseJsonFile(path);
+  if (!json)
+    return json.status();
+  if (!json->isObject())
+    return Status::error(path + ": not a JSON object");
+  ConfigReader r(*json, path);
+  auto addBos = r.boolean("add_bos_token", config_.addBos);
+  if (!addBos)
+    return addBos.status();
+  config_.addBos = *addBos;
+  return Status::ok();
+}
+
 Status HfLlamaModel::readRopeScaling(const JsonValue &json, ConfigReader &r) {
   const JsonValue *scaling = json.find("rope_scaling");
   if (!scaling || scaling->isNull())
@@ -436,6 +457,8 @@ Status HfLlamaModel::load(const std::string &weightsFile) {
   if (Status s = readConfig(*json, configPath); !s)
     return s;
   if (Status s = readGenerationConfig(); !s)
+    return s;
+  if (Status s = readAddBos(); !s)
     return s;
   if (Status s = openWeights(weightsFile); !s)
     return s;

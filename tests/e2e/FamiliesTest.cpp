@@ -373,6 +373,37 @@ TEST(FamilyEndTokens, GreedyDecodingStopsAtEveryDeclaredEndToken) {
   }
 }
 
+/// The ids of quill-run --json's "prompt_tokens" for prompt "ab".
+std::string promptTokens(const std::string &artifact) {
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(artifact) + " --json -n 1 -p ab");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  size_t at = r.out.find("\"prompt_tokens\":[");
+  return at == std::string::npos ? "" : r.out.substr(at + 17, r.out.find(']', at) - at - 17);
+}
+
+TEST(FamilyBos, BosStartsPromptsOnlyWhereTheModelSaysSo) {
+  // Llama adds BOS (id 1) unless tokenizer_config.json's add_bos_token is
+  // false; Qwen never does, from HF or GGUF.
+  std::string tok = syntheticTokenizer(300);
+  Family llama = llama3();
+  llama.name = "Llama3Bos";
+  TensorMap values = familyTensors(llama.config, 3);
+  std::string dir = writeFamily(llama, false, values);
+  std::string withBos = compileArtifact(dir, tok, "bos-llama");
+  writeText(dir + "/tokenizer_config.json", "{\"add_bos_token\": false}");
+  std::string withoutBos = compileArtifact(dir, tok, "bos-llama-off");
+  Family qwen = qwen2();
+  TensorMap qwenValues = familyTensors(qwen.config, 3);
+  std::string qwenHf = compileArtifact(writeFamily(qwen, false, qwenValues), tok, "bos-qwen-hf");
+  std::string qwenGguf = compileArtifact(writeFamily(qwen, true, qwenValues), tok, "bos-qwen-gguf");
+  ASSERT_FALSE(withBos.empty() || withoutBos.empty() || qwenHf.empty() || qwenGguf.empty());
+  std::string plain = promptTokens(withoutBos);
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(promptTokens(withBos), "1," + plain);
+  EXPECT_EQ(promptTokens(qwenHf), plain);
+  EXPECT_EQ(promptTokens(qwenGguf), plain);
+}
+
 TEST(FamilyBadInput, UnsupportedFeaturesAreOneLine) {
   Family f = qwen3();
   TensorMap values = familyTensors(f.config, 5);
