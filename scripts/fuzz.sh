@@ -27,7 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json)
+targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json chat-template)
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DQUILL_FUZZ=ON \
@@ -49,6 +49,8 @@ seed tokenizer-bin "$models/stories260K/tok512.bin"
 for f in config.json tokenizer.json tokenizer_config.json; do
   seed json "$models/stories260K-hf/$f"
 done
+for f in "$root"/../shared/templates/*.jinja; do seed chat-template "$f"; done
+seed chat-template tests/chat/conversations.json
 compile=${QUILL_COMPILE:-build/bin/quill-compile}
 if [ -x "$compile" ] && [ -f "$models/stories260K/stories260K.bin" ]; then
   "$compile" "$models/stories260K/stories260K.bin" \
