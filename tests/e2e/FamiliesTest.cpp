@@ -304,6 +304,26 @@ TEST(FamilySlidingWindow, TheBatchSchedulerFreesBlocksTheWindowLeftAndMatchesSol
   }
 }
 
+TEST(FamilyEncodings, QuantizedQwenGgufMatchesTheReferenceOnItsStoredValues) {
+  // Qwen files as people download them are quantized: Q8_0 matrices with
+  // F32 biases and q/k norms beside them. The oracle runs on the values the
+  // blocks stand for (the test writers' own dequantization).
+  for (Family f : {qwen2(), qwen3()}) {
+    f.name = f.name == std::string("Qwen2") ? "Qwen2Q8" : "Qwen3Q8";
+    TensorMap values = familyTensors(f.config, 41), stored;
+    std::string model = tempDir() + "/" + f.name + ".gguf";
+    writeBytes(model,
+               familyGgufBytes(f.ggufArch, f.config, values, "Q8_0", 3, &stored, f.ggufExtra));
+    std::string artifact = compileArtifact(model, syntheticTokenizer(f.config.vocabSize), f.name,
+                                           "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+    ASSERT_FALSE(artifact.empty()) << f.name;
+    CommandResult info = run(quote(tool("quill-compile")) + " --info " + quote(model));
+    EXPECT_NE(info.out.find("Q8_0"), std::string::npos) << info.out;
+    checkDecodeAndPrefill(artifact, familyOracle(f, stored), f.config, f.name);
+    checkBatch(artifact, familyOracle(f, stored), f.config, f.name);
+  }
+}
+
 /// Splits "5,7,9" into ids.
 std::vector<int> parseIds(const std::string &list) {
   std::vector<int> ids;
