@@ -64,7 +64,7 @@ public:
   std::string name() const;
   /// The format in words: "llama2.c legacy", "GGUF v3", ...
   const std::string &format() const { return format_; }
-  /// The architecture the file declares ("llama" for every model accepted).
+  /// The architecture the file declares: "llama", "mistral", "qwen2" or "qwen3".
   const std::string &architecture() const { return architecture_; }
   const ModelConfig &config() const { return config_; }
   /// Every weight the step uses, in canonical order (llama2cCanonicalNames).
