@@ -156,6 +156,9 @@ private:
   /// generation_config.json's eos_token_id (one id or a list), when the
   /// file is there: more end tokens.
   Status readGenerationConfig();
+  /// The JSON object in file `name` of the directory, or none when there
+  /// is no such file.
+  ErrorOr<std::optional<JsonValue>> optionalJsonObject(const char *name) const;
   /// tokenizer_config.json's add_bos_token, when it says: whether prompts
   /// start with BOS (otherwise: yes, but never for Qwen).
   Status readAddBos();
@@ -279,19 +282,27 @@ Status HfLlamaModel::readConfig(const JsonValue &json, const std::string &path) 
   return validateLlama2cConfig(c);
 }
 
-Status HfLlamaModel::readGenerationConfig() {
-  const std::string path = (fs::path(directory_) / "generation_config.json").string();
+ErrorOr<std::optional<JsonValue>> HfLlamaModel::optionalJsonObject(const char *name) const {
+  const std::string path = (fs::path(directory_) / name).string();
   std::error_code ignored;
   if (!fs::exists(path, ignored))
-    return Status::ok();
+    return std::optional<JsonValue>();
   auto json = parseJsonFile(path);
   if (!json)
     return json.status();
   if (!json->isObject())
     return Status::error(path + ": not a JSON object");
-  ConfigReader r(*json, path);
-  if (!json->find("eos_token_id"))
+  return std::optional<JsonValue>(json.take());
+}
+
+Status HfLlamaModel::readGenerationConfig() {
+  auto json = optionalJsonObject("generation_config.json");
+  if (!json)
+    return json.status();
+  if (!*json || !(*json)->find("eos_token_id"))
     return Status::ok();
+  const std::string path = (fs::path(directory_) / "generation_config.json").string();
+  ConfigReader r(**json, path);
   auto ids = r.tokenIds("eos_token_id", config_.eosId);
   if (!ids)
     return ids.status();
@@ -307,16 +318,13 @@ Status HfLlamaModel::readGenerationConfig() {
 }
 
 Status HfLlamaModel::readAddBos() {
-  const std::string path = (fs::path(directory_) / "tokenizer_config.json").string();
-  std::error_code ignored;
-  if (!fs::exists(path, ignored))
-    return Status::ok();
-  auto json = parseJsonFile(path);
+  auto json = optionalJsonObject("tokenizer_config.json");
   if (!json)
     return json.status();
-  if (!json->isObject())
-    return Status::error(path + ": not a JSON object");
-  ConfigReader r(*json, path);
+  if (!*json)
+    return Status::ok();
+  const std::string path = (fs::path(directory_) / "tokenizer_config.json").string();
+  ConfigReader r(**json, path);
   auto addBos = r.boolean("add_bos_token", config_.addBos);
   if (!addBos)
     return addBos.status();

@@ -53,21 +53,27 @@ struct ModelConfig {
   /// The tokens that end generation: eosId, the extra end tokens, and BOS
   /// (llama2.c-trained models separate documents with it), once each.
   std::vector<int32_t> endTokens() const {
-    std::vector<int32_t> ends = {eosId};
-    for (int32_t id : extraEosIds)
-      if (id != eosId)
+    std::vector<int32_t> ends;
+    auto add = [&](int32_t id) {
+      if (id >= 0 && !contains(ends, id))
         ends.push_back(id);
-    if (bosId >= 0 && bosId != eosId && !isEndToken(bosId, ends))
-      ends.push_back(bosId);
+    };
+    add(eosId);
+    for (int32_t id : extraEosIds)
+      add(id);
+    add(bosId);
     return ends;
   }
-  /// Whether `token` ends generation.
-  bool isEndToken(int32_t token) const { return isEndToken(token, endTokens()); }
+  /// Whether `token` ends generation (one of endTokens(); no allocation:
+  /// the decode loop asks for every token).
+  bool isEndToken(int32_t token) const {
+    return token >= 0 && (token == eosId || token == bosId || contains(extraEosIds, token));
+  }
 
 private:
-  static bool isEndToken(int32_t token, const std::vector<int32_t> &ends) {
-    for (int32_t id : ends)
-      if (token == id)
+  static bool contains(const std::vector<int32_t> &ids, int32_t id) {
+    for (int32_t x : ids)
+      if (x == id)
         return true;
     return false;
   }

@@ -1,6 +1,8 @@
 // JSON into and out of template values (see JinjaJson.h).
 #include "runtime/chat/JinjaJson.h"
 
+#include "runtime/support/Json.h"
+
 #include "runtime/chat/JinjaInterpreter.h"
 
 #include <nlohmann/json.hpp>
@@ -54,43 +56,9 @@ Value fromJson(const Json &j) {
   }
 }
 
-void writeString(std::string &out, const std::string &s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\b':
-      out += "\\b";
-      break;
-    case '\f':
-      out += "\\f";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-  }
-  out += '"';
-}
+/// A string as json.dumps(ensure_ascii=False) writes it (jsonQuote's
+/// escapes are Python's).
+void writeString(std::string &out, const std::string &s) { out += jsonQuote(s); }
 
 struct JsonWriter {
   Interpreter &interp;

@@ -310,7 +310,7 @@ private:
         }
         if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
           throw LexError{i, "illegal Unicode character in escape"};
-        appendUtf8(value, cp);
+        appendUtf8(cp, value);
         break;
       }
       default:
@@ -319,7 +319,7 @@ private:
           for (int k = 0; k < 2 && i + 1 < src_.size() && src_[i + 1] >= '0' && src_[i + 1] <= '7';
                ++k)
             cp = cp * 8 + static_cast<char32_t>(src_[++i] - '0');
-          appendUtf8(value, cp);
+          appendUtf8(cp, value);
         } else {
           value += '\\';
           value += e;

@@ -30,24 +30,6 @@ char32_t decodeUtf8(std::string_view s, size_t i, size_t &length) {
   return cp;
 }
 
-void appendUtf8(std::string &out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xc0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xe0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (c & 0x3f));
-  }
-}
-
 std::vector<size_t> codePointOffsets(std::string_view s) {
   std::vector<size_t> offsets;
   offsets.reserve(s.size() + 1);
@@ -144,7 +126,7 @@ static void appendUpper(std::string &out, char32_t c) {
   if (c == 0xdf)
     out += "SS";
   else
-    appendUtf8(out, upperOf(c));
+    appendUtf8(upperOf(c), out);
 }
 
 std::string toUpper(std::string_view s) {
@@ -152,7 +134,7 @@ std::string toUpper(std::string_view s) {
 }
 
 std::string toLower(std::string_view s) {
-  return mapText(s, [](std::string &out, char32_t c, size_t) { appendUtf8(out, lowerOf(c)); });
+  return mapText(s, [](std::string &out, char32_t c, size_t) { appendUtf8(lowerOf(c), out); });
 }
 
 std::string capitalizeText(std::string_view s) {
@@ -160,7 +142,7 @@ std::string capitalizeText(std::string_view s) {
     if (index == 0)
       appendUpper(out, c);
     else
-      appendUtf8(out, lowerOf(c));
+      appendUtf8(lowerOf(c), out);
   });
 }
 
@@ -168,7 +150,7 @@ std::string titleText(std::string_view s) {
   bool previousCased = false;
   return mapText(s, [&](std::string &out, char32_t c, size_t) {
     if (previousCased)
-      appendUtf8(out, lowerOf(c));
+      appendUtf8(lowerOf(c), out);
     else
       appendUpper(out, c);
     previousCased = isCased(c);

@@ -3,6 +3,8 @@
 // meet (ASCII, Latin-1, Greek, Cyrillic).
 #pragma once
 
+#include "runtime/support/Utf8.h" // appendUtf8
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +16,7 @@ bool isPythonSpace(char32_t c);
 /// The code point at s[i] and its byte length; an ill-formed byte is one
 /// code point (U+FFFD) of length 1.
 char32_t decodeUtf8(std::string_view s, size_t i, size_t &length);
-void appendUtf8(std::string &out, char32_t c);
+
 /// The byte offset of each code point of s, plus s.size() at the end.
 std::vector<size_t> codePointOffsets(std::string_view s);
 size_t codePointCount(std::string_view s);

@@ -36,6 +36,12 @@ std::string jsonQuote(std::string_view text) {
       case '\t':
         out += "\\t";
         break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           std::snprintf(buf, sizeof buf, "\\u%04x", c);

@@ -6,7 +6,8 @@
 
 namespace quill {
 
-/// `text` as a quoted JSON string: control characters escaped, ill-formed
+/// `text` as a quoted JSON string: control characters escaped (\n, \t, \b,
+/// ... as Python's json.dumps writes them, the rest as \u00XX), ill-formed
 /// UTF-8 replaced by U+FFFD (see Utf8.h), so the output is always valid
 /// JSON in UTF-8.
 std::string jsonQuote(std::string_view text);

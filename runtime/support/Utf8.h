@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,9 @@ Utf8Scan scanUtf8(std::string_view s, size_t i);
 /// The offset of the first byte of `s` that is not well-formed UTF-8, or
 /// std::string_view::npos when it all is.
 size_t firstIllFormedUtf8(std::string_view s);
+
+/// Appends the UTF-8 bytes of `codepoint` (<= U+10FFFF) to `out`.
+void appendUtf8(uint32_t codepoint, std::string &out);
 
 /// Decodes byte pieces (tokens) into well-formed UTF-8 text: bytes of an
 /// incomplete character wait until it completes, so no piece it returns

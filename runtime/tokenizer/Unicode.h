@@ -2,6 +2,8 @@
 // letter / number / white-space classes of regex \p{L}, \p{N} and \s.
 #pragma once
 
+#include "runtime/support/Utf8.h" // appendUtf8
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,9 +27,6 @@ constexpr uint32_t kInvalidCodepointBase = 0x110000;
 /// Overlong forms, surrogates, codepoints above U+10FFFF and truncated
 /// sequences decode as one invalid byte, so any input makes progress.
 Utf8Char decodeUtf8(std::string_view text);
-
-/// Appends the UTF-8 bytes of `codepoint` (<= U+10FFFF) to `out`.
-void appendUtf8(uint32_t codepoint, std::string &out);
 
 /// General category L (Lu Ll Lt Lm Lo): regex \p{L}.
 bool isUnicodeLetter(uint32_t codepoint);

@@ -6,6 +6,7 @@
 // and a --chat session through a pipe with --messages runs of the same
 // conversation.
 #include "TestSupport.h"
+#include "tests/chat/ChatReference.h"
 #include "tests/unit/ModelWriters.h"
 
 #include <gtest/gtest.h>
@@ -33,25 +34,6 @@ const char *const kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", 
 
 const char *const kQwenTemplate = "Qwen-Qwen2.5-7B-Instruct.jinja";
 
-std::string templatesDir() { return std::string(QUILL_SHARED_DIR) + "/templates"; }
-
-std::vector<std::string> sharedTemplates() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &entry : fs::directory_iterator(templatesDir(), ec))
-    if (entry.path().extension() == ".jinja")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-/// Why the Python reference cannot run here, or "" when it can.
-std::string pythonUnavailable() {
-  if (std::system("python3 -c 'import jinja2' >/dev/null 2>&1") != 0)
-    return "python3 with jinja2 is not installed (Debian: python3-jinja2)";
-  return "";
-}
-
 /// The byte-level tokenizer above, and Qwen2.5's template when asked for.
 void addChatTokenizer(GgufWriter &w, bool withTemplate) {
   std::vector<std::string> tokens;
@@ -73,7 +55,8 @@ void addChatTokenizer(GgufWriter &w, bool withTemplate) {
   w.addU32("tokenizer.ggml.eos_token_id", kImEnd);
   w.addU32("tokenizer.ggml.unknown_token_id", kUnk);
   if (withTemplate)
-    w.addString("tokenizer.chat_template", readFile(templatesDir() + "/" + kQwenTemplate));
+    w.addString("tokenizer.chat_template",
+                readFile(sharedTemplatesDir().string() + "/" + kQwenTemplate));
 }
 
 /// The GGUF compiled with its own tokenizer (and `flags`) into DIR/NAME.qm.
@@ -150,7 +133,7 @@ Json referenceRenders(const std::string &templateName, const std::vector<Json> &
     c["now"] = kNow;
     cases.push_back(c);
   }
-  Json query{{"template", templatesDir() + "/" + templateName}, {"cases", cases}};
+  Json query{{"template", sharedTemplatesDir().string() + "/" + templateName}, {"cases", cases}};
   std::string in = writeJson("reference-query", query);
   // In braces: run() sends /dev/null to the command's stdin.
   CommandResult r =
@@ -206,12 +189,13 @@ TEST(ChatTemplateArtifact, TravelsFromGgufAndCanBeOverridden) {
   CommandResult info =
       run(quote(tool("quill-compile")) + " " + quote(tempDir() + "/chatml.gguf") + " --info");
   ASSERT_EQ(info.exitCode, 0) << info.err;
-  const size_t bytes = readFile(templatesDir() + "/" + kQwenTemplate).size();
+  const size_t bytes = readFile(sharedTemplatesDir().string() + "/" + kQwenTemplate).size();
   EXPECT_NE(info.out.find("chat template: " + std::to_string(bytes) + " bytes, from "),
             std::string::npos)
       << info.out;
   EXPECT_NE(info.out.find("tokenizer.chat_template"), std::string::npos) << info.out;
-  const std::string other = templatesDir() + "/mistralai-Mistral-Nemo-Instruct-2407.jinja";
+  const std::string other =
+      sharedTemplatesDir().string() + "/mistralai-Mistral-Nemo-Instruct-2407.jinja";
   CommandResult overridden =
       run(quote(tool("quill-compile")) + " " + quote(tempDir() + "/chatml.gguf") +
           " --info --chat-template " + quote(other));
@@ -220,7 +204,7 @@ TEST(ChatTemplateArtifact, TravelsFromGgufAndCanBeOverridden) {
   // The artifact's template renders what Python renders; an override
   // compiled in replaces it.
   std::string messages = writeJson("one-user", Json::array({userTurn("Hi there")}));
-  if (std::string why = pythonUnavailable(); !why.empty())
+  if (std::string why = pythonJinjaUnavailable(); !why.empty())
     GTEST_SKIP() << why;
   Json request{{"messages", Json::array({userTurn("Hi there")})}, {"add_generation_prompt", true}};
   Json qwen = referenceRenders(kQwenTemplate, {request});
@@ -246,12 +230,12 @@ TEST(ChatTemplateArtifact, TravelsFromGgufAndCanBeOverridden) {
 }
 
 TEST(ChatRenderPrompt, EverySharedTemplateMatchesJinja2ByteForByte) {
-  if (std::string why = pythonUnavailable(); !why.empty())
+  if (std::string why = pythonJinjaUnavailable(); !why.empty())
     GTEST_SKIP() << why;
   const std::string &artifact = chatModel();
   ASSERT_FALSE(artifact.empty());
-  std::vector<std::string> templates = sharedTemplates();
-  ASSERT_FALSE(templates.empty()) << "no templates in " << templatesDir();
+  std::vector<std::string> templates = sharedTemplateNames();
+  ASSERT_FALSE(templates.empty()) << "no templates in " << sharedTemplatesDir();
   auto convs = conversations();
   std::vector<Json> requests;
   std::vector<std::string> files;
@@ -267,7 +251,7 @@ TEST(ChatRenderPrompt, EverySharedTemplateMatchesJinja2ByteForByte) {
       SCOPED_TRACE(t + " / " + convs[i].first);
       CommandResult r =
           quillRun(artifact, "--render-prompt --messages " + quote(files[i]) + " --chat-template " +
-                                 quote(templatesDir() + "/" + t));
+                                 quote(sharedTemplatesDir().string() + "/" + t));
       if (expected[i]["ok"].get<bool>()) {
         ASSERT_EQ(r.exitCode, 0) << r.err;
         EXPECT_EQ(r.out, expected[i]["text"].get<std::string>());
@@ -285,7 +269,7 @@ TEST(ChatRenderPrompt, EverySharedTemplateMatchesJinja2ByteForByte) {
 }
 
 TEST(ChatPromptIds, SpecialTokensStayWhole) {
-  if (std::string why = pythonUnavailable(); !why.empty())
+  if (std::string why = pythonJinjaUnavailable(); !why.empty())
     GTEST_SKIP() << why;
   const std::string &artifact = chatModel();
   ASSERT_FALSE(artifact.empty());
@@ -405,11 +389,11 @@ TEST(ChatBadInput, EveryProblemIsOneLine) {
                      "no filter named 'no_such_filter'");
   // Mistral's template refuses two user turns in a row.
   Json twoUsers = Json::array({userTurn("a"), userTurn("b")});
-  expectCleanFailure(
-      quillRun(artifact, "--messages " + quote(writeJson("two-users", twoUsers)) +
-                             " --chat-template " +
-                             quote(templatesDir() + "/mistralai-Mistral-Nemo-Instruct-2407.jinja")),
-      "conversation roles must alternate user/assistant/user/assistant/...");
+  expectCleanFailure(quillRun(artifact, "--messages " + quote(writeJson("two-users", twoUsers)) +
+                                            " --chat-template " +
+                                            quote(sharedTemplatesDir().string() +
+                                                  "/mistralai-Mistral-Nemo-Instruct-2407.jinja")),
+                     "conversation roles must alternate user/assistant/user/assistant/...");
   std::string broken = tempDir() + "/broken.json";
   writeText(broken, "[{\"role\": \"user\", \"content\": \"hi\"");
   expectCleanFailure(quillRun(artifact, "--messages " + quote(broken)),

@@ -5,6 +5,7 @@
 // fail too, with Python's message inside its own.
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/chat/JinjaJson.h"
+#include "tests/chat/ChatReference.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+using quill::test::pythonJinjaUnavailable;
+using quill::test::sharedTemplateNames;
+using quill::test::sharedTemplatesDir;
 
 /// A fixed clock for strftime_now on both sides: 2024-07-26 00:00:00 UTC.
 constexpr std::time_t kNow = 1721952000;
@@ -30,25 +34,7 @@ std::string readFile(const fs::path &path) {
   return ss.str();
 }
 
-fs::path templatesDir() { return fs::path(QUILL_SHARED_DIR) / "templates"; }
 fs::path sourceDir() { return fs::path(QUILL_SOURCE_DIR); }
-
-std::vector<std::string> templateNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto &entry : fs::directory_iterator(templatesDir(), ec))
-    if (entry.path().extension() == ".jinja")
-      names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-/// Why the Python reference cannot run here, or "" when it can.
-std::string pythonUnavailable() {
-  if (std::system("python3 -c 'import jinja2' >/dev/null 2>&1") != 0)
-    return "python3 with jinja2 is not installed (Debian: python3-jinja2)";
-  return "";
-}
 
 /// The render requests of tests/chat/conversations.json, in the reference
 /// script's format.
@@ -79,9 +65,9 @@ quill::jinja::Value toValue(const Json &j) {
 class ChatTemplates : public testing::TestWithParam<std::string> {};
 
 TEST_P(ChatTemplates, MatchesPythonJinja2) {
-  if (std::string why = pythonUnavailable(); !why.empty())
+  if (std::string why = pythonJinjaUnavailable(); !why.empty())
     GTEST_SKIP() << why;
-  fs::path path = templatesDir() / GetParam();
+  fs::path path = sharedTemplatesDir() / GetParam();
   auto tmpl = quill::ChatTemplate::parse(readFile(path), GetParam());
   ASSERT_TRUE(tmpl) << tmpl.message();
 
@@ -133,7 +119,7 @@ TEST_P(ChatTemplates, MatchesPythonJinja2) {
               GetParam().c_str(), rendered, failedBoth);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, ChatTemplates, testing::ValuesIn(templateNames()),
+INSTANTIATE_TEST_SUITE_P(Shared, ChatTemplates, testing::ValuesIn(sharedTemplateNames()),
                          [](const testing::TestParamInfo<std::string> &info) {
                            std::string name = info.param.substr(0, info.param.size() - 6);
                            for (char &c : name)
@@ -144,8 +130,9 @@ INSTANTIATE_TEST_SUITE_P(Shared, ChatTemplates, testing::ValuesIn(templateNames(
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ChatTemplates);
 
 TEST(ChatTemplatesFolder, Present) {
-  if (templateNames().empty())
-    GTEST_SKIP() << "no .jinja files in " << templatesDir() << " (the shared folder is absent)";
+  if (sharedTemplateNames().empty())
+    GTEST_SKIP() << "no .jinja files in " << sharedTemplatesDir()
+                 << " (the shared folder is absent)";
   SUCCEED();
 }
 

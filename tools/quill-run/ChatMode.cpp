@@ -110,6 +110,14 @@ ErrorOr<ChatRenderInput> initialInput(const RunOptions &options) {
   return input;
 }
 
+/// The prompt of initialInput, rendered.
+ErrorOr<std::string> renderInitial(const RunOptions &options, const Prompter &prompter) {
+  auto input = initialInput(options);
+  if (!input)
+    return input.status();
+  return prompter.render(std::move(*input));
+}
+
 void streamText(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -191,14 +199,10 @@ ErrorOr<int> renderChatPrompt(const RunOptions &options, const Artifact &artifac
   auto prompter = makePrompter(options, artifact, tokenizer);
   if (!prompter)
     return prompter.status();
-  auto input = initialInput(options);
-  if (!input)
-    return input.status();
-  auto text = prompter->render(*input);
+  auto text = renderInitial(options, *prompter);
   if (!text)
     return text.status();
-  std::fwrite(text->data(), 1, text->size(), stdout);
-  std::fflush(stdout);
+  streamText(*text);
   return 0;
 }
 
@@ -214,10 +218,7 @@ ErrorOr<int> runChat(const RunOptions &options, const Artifact &artifact,
   if (options.chat)
     return chatLoop(options, *prompter, tokenizer, config, session, interrupt);
 
-  auto input = initialInput(options);
-  if (!input)
-    return input.status();
-  auto text = prompter->render(*input);
+  auto text = renderInitial(options, *prompter);
   if (!text)
     return text.status();
   std::vector<int32_t> tokens = tokenizer.encodeChat(*text);
