@@ -63,8 +63,9 @@ BatchScheduler::run(const std::vector<GenerationRequest> &requests, BatchStats *
   if (!device_.batchLayout())
     return std::vector<ErrorOr<GenerationResult>>(requests.size(),
                                                   Status::error("the artifact has no batch step"));
-  scheduler::Run run(device_, cache_, tokenizer_, config_, samplers_, options_, requests, counters);
-  return run.execute();
+  scheduler::Run run(device_, cache_, tokenizer_, config_, samplers_, options_, counters,
+                     /*online=*/false);
+  return run.execute(requests);
 }
 
 } // namespace quill

@@ -11,40 +11,94 @@
 namespace quill::scheduler {
 
 Run::Run(Device &device, PagedKVCache &cache, const Tokenizer &tokenizer, const ModelConfig &config,
-         const SamplerFactory &samplers, const BatchOptions &options,
-         const std::vector<GenerationRequest> &requests, BatchStats &stats)
+         const SamplerFactory &samplers, const BatchOptions &options, BatchStats &stats,
+         bool online)
     : device_(device), cache_(cache), tokenizer_(tokenizer), config_(config), options_(options),
-      requests_(requests), stats_(stats), layout_(*device.batchLayout()),
+      stats_(stats), online_(online), layout_(*device.batchLayout()),
       maxSequences_(options.maxSequences > 0 ? std::min(options.maxSequences, layout_.rows)
                                              : layout_.rows),
-      sequences_(tokenizer, config, samplers, requests), results_(requests.size()),
-      prefixes_(cache, options.sharePrefixes) {}
+      sequences_(tokenizer, config, samplers, requests_), prefixes_(cache, options.sharePrefixes) {}
+
+Run::~Run() {
+  for (const auto &q : live_)
+    cache_.free(q->kv);
+  live_.clear();
+  waiting_.clear();
+  prefixes_.release(waiting(), /*all=*/true);
+}
+
+/// `error` without the "request N: " (or "request N ") its message starts
+/// with: online, a slot number means nothing to the caller.
+static Status withoutSlot(const Status &error, size_t index) {
+  std::string message = error.message();
+  std::string label = "request " + std::to_string(index);
+  if (message.compare(0, label.size(), label) != 0)
+    return error;
+  size_t cut = label.size();
+  if (message.compare(cut, 2, ": ") == 0)
+    cut += 2;
+  else if (message.compare(cut, 1, " ") == 0)
+    message.replace(0, cut, "the request"), cut = 0;
+  return Status::error(message.substr(cut));
+}
 
 void Run::fail(size_t index, const Status &error) {
   if (!results_[index])
-    results_[index] = error;
+    results_[index] = online_ ? withoutSlot(error, index) : error;
 }
 
-void Run::queueRequests() {
-  prompts_.resize(requests_.size());
-  for (size_t i = 0; i < requests_.size(); ++i) {
-    const GenerationRequest &request = requests_[i];
-    if (Status s = checkRequest(i, request); !s) {
-      fail(i, s);
-      continue;
-    }
-    prompts_[i] =
-        request.promptTokens.empty()
-            ? tokenizer_.encode(request.prompt, /*addBos=*/config_.addBos, /*addEos=*/false)
-            : request.promptTokens;
-    int32_t length = static_cast<int32_t>(prompts_[i].size());
-    stats_.promptTokens += length;
-    if (Status s = checkPromptLength(i, length, config_.seqLen); !s) {
-      fail(i, s);
-      continue;
-    }
-    waiting_.push_back(i);
+Status Run::check(const GenerationRequest &request, int32_t promptLength) const {
+  if (Status s = checkRequest(0, request); !s)
+    return withoutSlot(s, 0);
+  if (Status s = checkPromptLength(0, promptLength, config_.seqLen); !s)
+    return withoutSlot(s, 0);
+  const int32_t width = requestWidth(request);
+  if (Verdict v = judgeSlots(0, width, 0, maxSequences_); v.kind == Verdict::Reject)
+    return withoutSlot(v.error, 0);
+  int32_t alone =
+      blocksAlone(width, maxPositionsFor(promptLength, request.maxNewTokens, config_.seqLen),
+                  cache_.layout().blockSize);
+  if (alone > cache_.totalBlocks())
+    return Status::error(
+        "the request needs " + std::to_string(alone) + " KV blocks but the KV budget holds " +
+        std::to_string(cache_.totalBlocks()) + ": ask for fewer tokens or samples");
+  return Status::ok();
+}
+
+size_t Run::add(GenerationRequest request) {
+  size_t slot;
+  if (!freeSlots_.empty()) {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    requests_[slot] = std::move(request);
+    prompts_[slot].clear();
+    results_[slot].reset();
+  } else {
+    slot = requests_.size();
+    requests_.push_back(std::move(request));
+    prompts_.emplace_back();
+    results_.emplace_back();
   }
+  queueRequest(slot);
+  return slot;
+}
+
+void Run::queueRequest(size_t i) {
+  const GenerationRequest &request = requests_[i];
+  if (Status s = checkRequest(i, request); !s) {
+    fail(i, s);
+    return;
+  }
+  prompts_[i] = request.promptTokens.empty()
+                    ? tokenizer_.encode(request.prompt, /*addBos=*/config_.addBos, /*addEos=*/false)
+                    : request.promptTokens;
+  int32_t length = static_cast<int32_t>(prompts_[i].size());
+  stats_.promptTokens += length;
+  if (Status s = checkPromptLength(i, length, config_.seqLen); !s) {
+    fail(i, s);
+    return;
+  }
+  waiting_.push_back(i);
 }
 
 PagedKVCache::SequenceId Run::startingSequence(const PrefixRetention::Donor &donor) {
@@ -240,6 +294,9 @@ void Run::abandon(const Status &error) {
   for (size_t i = 0; i < results_.size(); ++i)
     fail(i, Status::error("request " + std::to_string(i) +
                           ": the batch run stopped: " + error.message()));
+  // Online, freed slots had their results taken: they stay free.
+  for (size_t slot : freeSlots_)
+    results_[slot].reset();
   for (const auto &q : live_)
     cache_.free(q->kv);
   live_.clear();
@@ -247,19 +304,80 @@ void Run::abandon(const Status &error) {
   prefixes_.release(waiting(), /*all=*/true);
 }
 
-std::vector<ErrorOr<GenerationResult>> Run::execute() {
-  auto start = Clock::now();
-  queueRequests();
-  while (!waiting_.empty() || !live_.empty()) {
-    admit();
-    prefixes_.release(waiting(), /*all=*/false);
-    if (live_.empty())
-      continue;
-    if (Status s = step(); !s) {
-      abandon(s);
-      break;
-    }
+Status Run::round() {
+  admit();
+  prefixes_.release(waiting(), /*all=*/false);
+  if (live_.empty())
+    return Status::ok();
+  Status s = step();
+  if (!s)
+    abandon(s);
+  return s;
+}
+
+void Run::cancel(size_t slot, const Status &why) {
+  if (results_[slot])
+    return;
+  fail(slot, why);
+  waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), slot), waiting_.end());
+  // Its sequences go now, their blocks with them (forks share blocks by
+  // reference count, so a neighbour's shared prefix survives).
+  live_.erase(std::remove_if(live_.begin(), live_.end(),
+                             [&](const std::unique_ptr<Sequence> &q) {
+                               if (q->group->index != slot)
+                                 return false;
+                               cache_.free(q->kv);
+                               return true;
+                             }),
+              live_.end());
+  prefixes_.release(waiting(), /*all=*/false);
+}
+
+void Run::visitSamples(size_t slot,
+                       const std::function<void(int32_t, const GenerationResult &)> &visit) const {
+  if (results_[slot]) {
+    if (!*results_[slot])
+      return;
+    const GenerationResult &result = **results_[slot];
+    if (result.sequences.empty())
+      visit(0, result);
+    for (size_t i = 0; i < result.sequences.size(); ++i)
+      visit(int32_t(i), result.sequences[i]);
+    return;
   }
+  const Group *group = nullptr;
+  for (const auto &q : live_) {
+    if (q->group->index != slot || q->group->beams)
+      continue;
+    group = q->group.get();
+    if (q->pending >= 0 || !q->result.tokens.empty())
+      visit(q->member, q->result);
+  }
+  if (!group)
+    return;
+  // Samples that finished while their siblings run.
+  for (size_t i = 0; i < group->results.size(); ++i)
+    if (!group->results[i].promptTokens.empty())
+      visit(int32_t(i), group->results[i]);
+}
+
+ErrorOr<GenerationResult> Run::take(size_t slot) {
+  ErrorOr<GenerationResult> result = std::move(*results_[slot]);
+  results_[slot].reset();
+  prompts_[slot] = {};
+  requests_[slot] = {};
+  freeSlots_.push_back(slot);
+  return result;
+}
+
+std::vector<ErrorOr<GenerationResult>>
+Run::execute(const std::vector<GenerationRequest> &requests) {
+  auto start = Clock::now();
+  for (const GenerationRequest &request : requests)
+    add(request);
+  while (busy())
+    if (!round())
+      break;
   prefixes_.release(waiting(), /*all=*/true);
   stats_.seconds = secondsBetween(start, Clock::now());
   std::vector<ErrorOr<GenerationResult>> out;

@@ -9,27 +9,55 @@
 #include "runtime/scheduler/Sequence.h"
 
 #include <deque>
+#include <functional>
 #include <optional>
 
 namespace quill::scheduler {
 
-/// One run of a BatchScheduler over `requests`. Owns its sequences and kept
-/// prefixes, each holding a sequence of the cache, all freed by the end of
-/// execute(), which runs once.
+/// One run of a BatchScheduler over its requests, or (online) the lifetime
+/// of a ServingScheduler, whose requests come and go between rounds. Owns its
+/// requests (each in a slot, reused once its result is taken), sequences and
+/// kept prefixes, each holding a sequence of the cache.
 class Run {
 public:
+  /// `online`: error messages do not name the request's slot.
   Run(Device &device, PagedKVCache &cache, const Tokenizer &tokenizer, const ModelConfig &config,
-      const SamplerFactory &samplers, const BatchOptions &options,
-      const std::vector<GenerationRequest> &requests, BatchStats &stats);
+      const SamplerFactory &samplers, const BatchOptions &options, BatchStats &stats, bool online);
+  ~Run();
 
-  /// Runs every request to its end; results in request order. A broken
-  /// invariant (an internal error) ends the run: every request without a
-  /// result yet gets that error.
-  std::vector<ErrorOr<GenerationResult>> execute();
+  /// Runs `requests` to their end (the batch run, once); results in request
+  /// order. A broken invariant (an internal error) ends the run: every
+  /// request without a result yet gets that error.
+  std::vector<ErrorOr<GenerationResult>> execute(const std::vector<GenerationRequest> &requests);
+
+  /// Checks and tokenizes `request` and queues it, in a free slot (returned).
+  /// A request that can never run has its error as its result at once.
+  size_t add(GenerationRequest request);
+  /// One round: admits what fits, then one batch step if anything is in
+  /// flight. An internal error abandons every request (and is returned).
+  Status round();
+  /// Ends slot `slot`'s request now with `why` (unless it has a result): it
+  /// leaves the queue, or its sequences are freed with their blocks.
+  void cancel(size_t slot, const Status &why);
+  /// Why `request`, whose prompt has `promptLength` tokens, could never
+  /// run here, whatever else runs (see ServingScheduler::check); ok if it can.
+  Status check(const GenerationRequest &request, int32_t promptLength) const;
+  /// Whether anything waits or runs.
+  bool busy() const { return !waiting_.empty() || !live_.empty(); }
+  /// Calls `visit(sample, result so far)` for each sample of slot `slot`
+  /// that is running or finished; nothing before its prompt's logits.
+  void visitSamples(size_t slot,
+                    const std::function<void(int32_t, const GenerationResult &)> &visit) const;
+  /// Whether slot `slot` has its result.
+  bool done(size_t slot) const { return results_[slot].has_value(); }
+  /// The result of a done slot, which becomes free.
+  ErrorOr<GenerationResult> take(size_t slot);
+  int32_t sequencesInFlight() const { return static_cast<int32_t>(live_.size()); }
+  int32_t requestsWaiting() const { return static_cast<int32_t>(waiting_.size()); }
 
 private:
-  /// Checks and tokenizes every request; queues those that can run.
-  void queueRequests();
+  /// Checks and tokenizes request `index`; queues it if it can run.
+  void queueRequest(size_t index);
   /// Admits requests from the head of the queue while they fit.
   void admit();
   /// The cache sequence a new prompt starts in: a fork of `donor` cut to
@@ -65,8 +93,10 @@ private:
   const Tokenizer &tokenizer_;
   const ModelConfig &config_;
   const BatchOptions &options_;
-  const std::vector<GenerationRequest> &requests_;
+  std::deque<GenerationRequest> requests_; ///< By slot.
+  std::vector<size_t> freeSlots_;
   BatchStats &stats_;
+  bool online_;
   const BatchLayout &layout_;
   int32_t maxSequences_;
   SequenceFactory sequences_;

@@ -8,6 +8,7 @@
 #include "runtime/scheduler/BatchScheduler.h"
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,7 +78,7 @@ std::unique_ptr<Sequence> forkState(PagedKVCache &cache, const Sequence &q, int3
 class SequenceFactory {
 public:
   SequenceFactory(const Tokenizer &tokenizer, const ModelConfig &config,
-                  const SamplerFactory &samplers, const std::vector<GenerationRequest> &requests)
+                  const SamplerFactory &samplers, const std::deque<GenerationRequest> &requests)
       : tokenizer_(tokenizer), config_(config), samplers_(samplers), requests_(requests) {}
 
   /// A candidate for admission: the first sequence of request `index`'s new
@@ -100,7 +101,7 @@ private:
   const Tokenizer &tokenizer_;
   const ModelConfig &config_;
   const SamplerFactory &samplers_;
-  const std::vector<GenerationRequest> &requests_;
+  const std::deque<GenerationRequest> &requests_;
 };
 
 } // namespace quill::scheduler

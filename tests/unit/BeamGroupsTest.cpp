@@ -20,7 +20,7 @@ struct BeamFixture {
   ModelConfig config = test::tinyConfig();
   Tokenizer tokenizer = test::tinyTokenizer();
   SamplerFactory samplers = test::greedySamplers();
-  std::vector<GenerationRequest> requests;
+  std::deque<GenerationRequest> requests;
   std::unique_ptr<PagedKVCache> cache = test::makeTinyCache(41);
   SequenceFactory factory{tokenizer, config, samplers, requests};
   std::vector<int32_t> prompt = test::letters("ab");

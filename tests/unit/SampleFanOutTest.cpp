@@ -18,7 +18,7 @@ struct SampleFixture {
   ModelConfig config = test::tinyConfig();
   Tokenizer tokenizer = test::tinyTokenizer();
   SamplerFactory samplers;
-  std::vector<GenerationRequest> requests;
+  std::deque<GenerationRequest> requests;
   std::unique_ptr<PagedKVCache> cache = test::makeTinyCache(41);
   SequenceFactory factory{tokenizer, config, samplers, requests};
 

@@ -5,7 +5,7 @@
 
 #include "ResultJson.h"
 
-#include "runtime/chat/ChatTemplate.h"
+#include "runtime/chat/ChatPrompter.h"
 #include "runtime/decode/ChatSession.h"
 #include "runtime/support/ReadFile.h"
 
@@ -20,70 +20,10 @@ namespace quill {
 
 namespace {
 
-/// QUILL_CHAT_NOW: the fixed clock strftime_now reads, when set.
-ErrorOr<std::optional<std::time_t>> fixedClock() {
-  const char *text = std::getenv("QUILL_CHAT_NOW");
-  if (!text)
-    return std::optional<std::time_t>();
-  errno = 0;
-  char *end = nullptr;
-  long long seconds = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0')
-    return Status::error(std::string("invalid QUILL_CHAT_NOW '") + text +
-                         "': expected seconds since the epoch");
-  return std::optional<std::time_t>(static_cast<std::time_t>(seconds));
-}
-
-/// The text of a special token for the template: its piece, or "" when the
-/// model has no such token.
-std::string specialTokenText(const Tokenizer &tokenizer, int32_t id) {
-  return id >= 0 && id < tokenizer.vocabSize() ? tokenizer.piece(id) : std::string();
-}
-
-/// What every render of a run shares: the template, the special tokens'
-/// text and the clock.
-struct Prompter {
-  ChatTemplate chatTemplate;
-  std::string bosToken, eosToken;
-  std::optional<std::time_t> now;
-
-  ErrorOr<std::string> render(ChatRenderInput input) const {
-    input.bosToken = bosToken;
-    input.eosToken = eosToken;
-    input.now = now;
-    return chatTemplate.render(input);
-  }
-};
-
 /// The template of --chat-template, else the artifact's.
-ErrorOr<Prompter> makePrompter(const RunOptions &options, const Artifact &artifact,
-                               const Tokenizer &tokenizer) {
-  std::string source, name;
-  if (!options.chatTemplateFile.empty()) {
-    auto text = readSmallFile(options.chatTemplateFile, kMaxChatTemplateBytes, "chat template");
-    if (!text)
-      return text.status();
-    if (Status s = checkChatTemplateText(*text); !s)
-      return Status::error(options.chatTemplateFile + ": " + s.message());
-    source = text.take();
-    name = options.chatTemplateFile;
-  } else if (artifact.chatTemplate()) {
-    source = *artifact.chatTemplate();
-    name = artifact.path() + " (chat template)";
-  } else {
-    return Status::error(artifact.path() +
-                         ": the model has no chat template; give one with --chat-template FILE "
-                         "(or compile one in with quill-compile --chat-template)");
-  }
-  auto parsed = ChatTemplate::parse(std::move(source), name);
-  if (!parsed)
-    return parsed.status();
-  auto now = fixedClock();
-  if (!now)
-    return now.status();
-  const ModelConfig &config = artifact.config();
-  return Prompter{parsed.take(), specialTokenText(tokenizer, config.bosId),
-                  specialTokenText(tokenizer, config.eosId), *now};
+ErrorOr<ChatPrompter> makePrompter(const RunOptions &options, const Artifact &artifact,
+                                   const Tokenizer &tokenizer) {
+  return ChatPrompter::load(options.chatTemplateFile, artifact, tokenizer);
 }
 
 jinja::Value message(const std::string &role, const std::string &content) {
@@ -111,7 +51,7 @@ ErrorOr<ChatRenderInput> initialInput(const RunOptions &options) {
 }
 
 /// The prompt of initialInput, rendered.
-ErrorOr<std::string> renderInitial(const RunOptions &options, const Prompter &prompter) {
+ErrorOr<std::string> renderInitial(const RunOptions &options, const ChatPrompter &prompter) {
   auto input = initialInput(options);
   if (!input)
     return input.status();
@@ -139,7 +79,7 @@ void reportTurn(const RunOptions &options, int turn, const ChatSession::Turn &t)
 }
 
 /// The interactive loop of --chat.
-ErrorOr<int> chatLoop(const RunOptions &options, const Prompter &prompter,
+ErrorOr<int> chatLoop(const RunOptions &options, const ChatPrompter &prompter,
                       const Tokenizer &tokenizer, const ModelConfig &config, ChatSession &session,
                       const std::atomic<bool> *interrupt) {
   std::vector<jinja::Value> messages;
