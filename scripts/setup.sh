@@ -15,3 +15,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The server tests' client: the `openai` npm package pinned in tests/serve.
+serve="$(dirname "$0")/../tests/serve"
+if [ ! -d "$serve/node_modules" ] || [ "$serve/package-lock.json" -nt "$serve/node_modules" ]; then
+  echo "setup: npm ci in tests/serve"
+  npm ci --prefix "$serve" --no-audit --no-fund >/dev/null
+fi
