@@ -214,3 +214,25 @@ test('tokenize and detokenize round-trip', async () => {
   const d = await fetch(`${base}/detokenize`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: JSON.stringify({ tokens: tokens.map((t) => t.id) }) });
   assert.equal((await d.json()).content, text);
 });
+
+test('streamed chunks never split a UTF-8 character', async () => {
+  // Favour the byte tokens of 0xC3, 0xA9 ("é" together) and 0xE2: the model
+  // then emits whole characters and broken sequences mixed.
+  const params = { model: 'stories', prompt: 'Once', max_tokens: 40, temperature: 1, seed: 3, ignore_eos: true,
+    logit_bias: { [3 + 0xc3]: 100, [3 + 0xa9]: 100, [3 + 0xe2]: 100 } };
+  const whole = await client.completions.create(params);
+  const r = await fetch(`${base}/v1/completions`, { method: 'POST', headers: { Authorization: `Bearer ${key}` },
+    body: JSON.stringify({ ...params, stream: true }) });
+  const raw = Buffer.from(await r.arrayBuffer());
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  let text = '';
+  for (const event of strict.decode(raw).split('\n\n')) {
+    if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+    const piece = JSON.parse(event.slice(6)).choices[0]?.text ?? '';
+    // A lone surrogate would mean a character split across chunks.
+    assert.ok(!/[\uD800-\uDFFF]/.test(piece.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, '')));
+    text += piece;
+  }
+  assert.equal(text, whole.choices[0].text);
+  assert.ok(text.includes('\u00e9') || text.includes('\uFFFD'), text);
+});

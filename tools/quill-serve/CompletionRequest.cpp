@@ -147,8 +147,6 @@ std::optional<ApiError> readMessages(const json &body, const ModelContext &model
     return badRequest("'messages' must be a list of messages", "messages");
   if (body["messages"].empty())
     return badRequest("'messages' must not be empty", "messages");
-  if (!model.prompter)
-    return badRequest(model.chatError, "messages", "no_chat_template");
   json input = json::object();
   input["messages"] = body["messages"];
   for (json &m : input["messages"]) {
@@ -166,6 +164,8 @@ std::optional<ApiError> readMessages(const json &body, const ModelContext &model
       if (key != "messages" && key != "tools")
         input[key] = value;
   }
+  if (!model.prompter)
+    return badRequest(model.chatError, "messages", "no_chat_template");
   auto parsed = parseChatRequest(input.dump());
   if (!parsed)
     return badRequest(parsed.message(), "messages");
