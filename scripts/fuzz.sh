@@ -27,7 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json chat-template)
+targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json chat-template
+         completion-request)
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 -DQUILL_FUZZ=ON \
@@ -51,6 +52,13 @@ for f in config.json tokenizer.json tokenizer_config.json; do
 done
 for f in "$root"/../shared/templates/*.jinja; do seed chat-template "$f"; done
 seed chat-template tests/chat/conversations.json
+# Request bodies: the first byte picks the endpoint ('0' completions, '1' chat).
+printf '0{"prompt":"hello","max_tokens":4,"temperature":0.5,"top_p":0.9,"stop":["a"],"logprobs":2}' \
+  >"$seeds/completion-request/completion.json"
+printf '1{"messages":[{"role":"user","content":"hi"}],"n":2,"stream":true,"logit_bias":{"3":-1}}' \
+  >"$seeds/completion-request/chat.json"
+printf '0{"prompt":[[1,4,5],[1,6]],"seed":7,"top_k":3,"min_p":0.1,"presence_penalty":1}' \
+  >"$seeds/completion-request/token-prompts.json"
 compile=${QUILL_COMPILE:-build/bin/quill-compile}
 if [ -x "$compile" ] && [ -f "$models/stories260K/stories260K.bin" ]; then
   "$compile" "$models/stories260K/stories260K.bin" \

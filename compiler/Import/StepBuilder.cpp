@@ -95,7 +95,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       Value bias = biasName.empty() ? Value() : weight(p + biasName, vec(out));
       return q::LinearOp::create(b, l, act(out), input, weight(p + name, mat(out, in)),
                                  /*residual=*/Value(), bias, /*tile=*/ValueRange{}, liveRows,
-                                 /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr());
+                                 /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr(),
+                                 /*q8Input=*/UnitAttr());
     };
     auto rope = [&](Value input, int64_t width) -> Value {
       return q::RoPEOp::create(b, l, act(width), input, pos, liveRows, freqs,
@@ -156,7 +157,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   Value logits =
       q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
                           /*bias=*/Value(), /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
-                          /*normEps=*/FloatAttr());
+                          /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr());
   func::ReturnOp::create(b, loc, logits);
 }
 

@@ -19,6 +19,9 @@ struct PipelineOptions {
   /// The quantization scheme of the weight matrices (quill-quantize-weights:
   /// f16, bf16, q8_0, q4_0, q4_k_m); empty: each keeps its file's encoding.
   std::string quantize;
+  /// Products over Q8_0 and Q4_0 weights round their input to Q8_0 blocks
+  /// (quill-quantize-activations), as llama.cpp does: int8 dot products.
+  bool quantizeActivations = true;
   /// Flash-decoding chunk of cached positions; 0: off; unset: the target's
   /// default.
   std::optional<int64_t> attentionChunk;

@@ -35,6 +35,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       *this, "disable-fusion", llvm::cl::desc("Fusions to switch off (gate-up, qkv, ...)")};
   Option<std::string> quantize{*this, "quantize",
                                llvm::cl::desc("Weight scheme: f16, bf16, q8_0, q4_0, q4_k_m")};
+  Option<bool> quantizeActivations{
+      *this, "quantize-activations",
+      llvm::cl::desc("Q8_0/Q4_0 products take Q8_0-rounded inputs (int8 dot products)"),
+      llvm::cl::init(true)};
   Option<bool> noFusion{*this, "no-fusion", llvm::cl::desc("Switch every fusion off"),
                         llvm::cl::init(false)};
   Option<int64_t> attentionChunk{*this, "attention-chunk",
@@ -70,6 +74,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
     if (!quantize.empty() && std::find(schemes.begin(), schemes.end(), quantize) == schemes.end())
       return Status::error("unknown quantize scheme '" + quantize + "'");
     options.quantize = quantize;
+    options.quantizeActivations = quantizeActivations;
     if (attentionChunk < -1)
       return Status::error("attention-chunk must not be negative");
     if (attentionChunk >= 0)

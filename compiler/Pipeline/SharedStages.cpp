@@ -49,6 +49,8 @@ void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options,
   for (const auto &[name, create] : fusions)
     if (!options.disabledFusions.count(name))
       pm.addPass(create());
+  if (options.quantizeActivations)
+    pm.addPass(mlir::quill::createQuantizeActivations());
   mlir::quill::SplitAttentionOptions split;
   split.chunk = attentionChunk;
   pm.addPass(mlir::quill::createSplitAttention(split));

@@ -37,7 +37,8 @@ struct GenerationRequest {
   /// Treat the end token like any other (fixed-length benchmarks).
   bool ignoreEos = false;
   /// When set (a SIGINT handler sets it), generation stops before the next
-  /// token with stop reason Interrupted; single-sequence decode loop only.
+  /// token with stop reason Interrupted (the decode loop; the batch
+  /// scheduler's samples and beams, and its requests not yet started).
   const std::atomic<bool> *interrupt = nullptr;
   /// Independent continuations of the prompt (sharing its prefill and KV
   /// blocks), each with its own random stream; batch scheduler only.

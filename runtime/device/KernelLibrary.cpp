@@ -85,6 +85,10 @@ static bool cpuSupports(const std::string &feature) {
     return __builtin_cpu_supports("avx512bw");
   if (feature == "avx512dq")
     return __builtin_cpu_supports("avx512dq");
+  if (feature == "avx512vnni")
+    return __builtin_cpu_supports("avx512vnni");
+  if (feature == "avxvnni")
+    return __builtin_cpu_supports("avxvnni");
   return false; // A feature this runtime cannot check: refuse rather than crash.
 }
 

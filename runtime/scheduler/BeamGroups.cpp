@@ -79,7 +79,7 @@ Status stepBeams(Group &group, const std::vector<LogitRow> &rows, const Generati
     choices = search.step(rowPointers, vocab);
   else
     search.finish(); // No token to generate: the prompt alone.
-  bool atEnd = search.length() >= request.maxNewTokens ||
+  bool atEnd = group.interrupted() || search.length() >= request.maxNewTokens ||
                cache.length(byBeam.front().first->kv) >= sequences.config().seqLen;
   if (!search.done() && atEnd)
     search.finish();
@@ -112,9 +112,11 @@ static GenerationResult replayHypothesis(const BeamHypothesis &h, const Generati
   for (size_t t = 0; t < h.tokens.size() && going; ++t)
     going = output.accept(h.tokens[t], nullptr);
   output.finish();
+  const bool interrupted = request.interrupt && request.interrupt->load(std::memory_order_relaxed);
   if (r.stop != StopReason::StopString)
     r.stop = h.ended                                            ? StopReason::Eos
              : int32_t(h.tokens.size()) >= request.maxNewTokens ? StopReason::Length
+             : interrupted                                      ? StopReason::Interrupted
                                                                 : StopReason::Context;
   r.logprob = h.logprob;
   r.score = h.score;

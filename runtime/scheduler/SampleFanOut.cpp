@@ -28,6 +28,10 @@ bool sampleNext(Sequence &q, const float *logits, const PagedKVCache &cache, int
                 int32_t seqLen) {
   if (!q.output->wantsToken())
     return false;
+  if (q.group->interrupted()) {
+    q.output->stop(StopReason::Interrupted); // Before the next token.
+    return false;
+  }
   int32_t next = q.sampler->sample(logits, vocab);
   if (next < 0) {
     q.failure = "request " + std::to_string(q.group->index) +

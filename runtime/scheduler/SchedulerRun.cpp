@@ -112,6 +112,7 @@ PagedKVCache::SequenceId Run::startingSequence(const PrefixRetention::Donor &don
 
 void Run::startGroup(Sequence &q, const GenerationRequest &request) {
   Group &group = *q.group;
+  group.interrupt = request.interrupt;
   if (request.beamSearch)
     group.beams.emplace(*request.beamSearch, beamEndTokens(request, config_));
   else
@@ -124,6 +125,17 @@ void Run::admit() {
     const size_t index = waiting_.front();
     const GenerationRequest &request = requests_[index];
     const int32_t width = requestWidth(request);
+    if (request.interrupt && request.interrupt->load(std::memory_order_relaxed)) {
+      // Interrupted before it started: its prompt, no tokens.
+      GenerationResult result;
+      result.promptTokens = prompts_[index];
+      result.stop = StopReason::Interrupted;
+      if (width > 1)
+        result.sequences.assign(width, result);
+      results_[index] = std::move(result);
+      waiting_.pop_front();
+      continue;
+    }
     Verdict slots = judgeSlots(index, width, slotsInUse(live_), maxSequences_);
     if (slots.kind == Verdict::Reject) {
       fail(index, slots.error);

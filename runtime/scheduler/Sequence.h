@@ -7,6 +7,7 @@
 #include "runtime/decode/BeamSearch.h"
 #include "runtime/scheduler/BatchScheduler.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -41,6 +42,9 @@ struct Group {
   int32_t width = 1;   ///< Sequences it runs at once (samples or beams).
   int32_t live = 0;    ///< Its sequences in flight.
   bool forked = false; ///< The prompt's sequence has been forked into `width`.
+  /// The request's interrupt flag (GenerationRequest::interrupt), or null.
+  const std::atomic<bool> *interrupt = nullptr;
+  bool interrupted() const { return interrupt && interrupt->load(std::memory_order_relaxed); }
   std::optional<BeamSearch> beams;
   /// Finished samples by index (n samples), or the prompt's timings (beams).
   std::vector<GenerationResult> results;

@@ -20,15 +20,18 @@ const std::string &longArtifact() {
 }
 
 /// Starts quill-run FLAGS in the background, waits until FILE (its stdout
-/// or stderr) has output, sends SIGINT and prints the exit code.
+/// or stderr; "none": a second) has output, sends SIGINT and prints the
+/// exit code.
 CommandResult interruptAfterOutput(const std::string &flags, const std::string &watched) {
   std::string out = tempDir() + "/interrupted.out", err = tempDir() + "/interrupted.err";
   std::string script = tempDir() + "/interrupt.sh";
   std::ofstream(script) << quote(tool("quill-run")) << " " << quote(longArtifact()) << " " << flags
                         << " > " << quote(out) << " 2> " << quote(err) << " &\n"
                         << "pid=$!\n"
-                        << "for i in $(seq 400); do [ -s " << quote(watched == "out" ? out : err)
-                        << " ] && break; sleep 0.05; done\n"
+                        << (watched == "none" ? std::string("sleep 0.7\n")
+                                              : "for i in $(seq 400); do [ -s " +
+                                                    quote(watched == "out" ? out : err) +
+                                                    " ] && break; sleep 0.05; done\n")
                         << "sleep 0.3; kill -INT $pid; wait $pid; echo $?\n";
   CommandResult r = run("bash " + quote(script));
   CommandResult result;
@@ -65,6 +68,37 @@ TEST(Faults, SigintEndsTheJsonWithStopReasonInterrupted) {
   EXPECT_NE(r.out.find("\"stop_reason\":\"interrupted\""), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"tokens\":[]"), std::string::npos) << "some tokens came first";
   EXPECT_EQ(r.out.back(), '\n');
+}
+
+TEST(Faults, SigintStopsSamplesBeamsAndBatchFilesAtTheNextToken) {
+  ASSERT_FALSE(longArtifact().empty());
+  // Through the batch scheduler: every sequence stops before its next
+  // token, a prompt that had not started yet ends with none, and each is
+  // printed with stop_reason interrupted (--verbose writes before the run).
+  std::string prompts = tempDir() + "/interrupted-prompts.txt";
+  std::ofstream(prompts) << "one\ntwo\nthree\n";
+  struct Mode {
+    std::string flags;
+    const char *watched; ///< What says generation has started.
+    int interrupted;     ///< stop_reason entries expected, at least.
+  };
+  // Samples and beams print nothing before they end; the batch file's
+  // --verbose line comes before its run. The first result's fields, then
+  // each sample's (2), or each hypothesis's (1 or 2); one per prompt.
+  for (const Mode &mode : {Mode{"--n-samples 2", "none", 3}, Mode{"--beams 2", "none", 2},
+                           Mode{"--verbose --batch-file " + quote(prompts), "err", 3}}) {
+    CommandResult r =
+        interruptAfterOutput(std::string(kEndless) + " --json " + mode.flags, mode.watched);
+    EXPECT_EQ(r.exitCode, 130) << mode.flags << ": " << r.err;
+    int count = 0;
+    for (size_t at = r.out.find("\"stop_reason\":\"interrupted\""); at != std::string::npos;
+         at = r.out.find("\"stop_reason\":\"interrupted\"", at + 1))
+      ++count;
+    EXPECT_GE(count, mode.interrupted) << mode.flags << ": " << r.out.substr(0, 400);
+    EXPECT_EQ(r.out.find("\"stop_reason\":\"length\""), std::string::npos) << mode.flags;
+    // Stopped within moments of the signal, far short of the 60,000 tokens.
+    EXPECT_LT(r.out.size(), size_t(2) << 20) << mode.flags;
+  }
 }
 
 TEST(Faults, AnAddressSpaceTooSmallFailsInOneLine) {

@@ -52,8 +52,16 @@ TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
   std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                          "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  checkDecodeAndPrefill(artifact, oracleFile(reference), c, e.type);
-  checkBatch(artifact, oracleFile(reference), c, e.type);
+  // Products over block types take Q8_0-rounded inputs (f16, bf16: f32).
+  // (Q4_K_M's matrices are all Q4_K or Q6_K.)
+  std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+    return std::string(e.type) == "Q4_K_M" ? std::string("Q4_K") : std::string(e.type);
+  });
+  const double tolerance = q8.empty() ? 1e-4 : kQ8InputTolerance;
+  checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, e.type, tolerance);
+  checkBatch(artifact, oracleFile(reference, q8), c, e.type, tolerance);
+  if (!q8.empty())
+    expectFollowsTheRounding(artifact, oracleFile(reference, q8), oracleFile(reference), c, e.type);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FileEncodings,
@@ -103,7 +111,9 @@ TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
                                          std::string("--quantize ") + s.flag +
                                              " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  checkDecodeAndPrefill(artifact, oracleFile(reference), c, s.flag);
+  std::set<std::string> q8 = q8InputMatrices(c, s.typeOf);
+  checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, s.flag,
+                        q8.empty() ? 1e-4 : kQ8InputTolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -113,6 +123,55 @@ INSTANTIATE_TEST_SUITE_P(
                       Scheme{"q8_0", [](const std::string &n) { return everyMatrix("Q8_0", n); }},
                       Scheme{"q4_0", q4_0Types}, Scheme{"q4_k_m", q4_KMTypes}),
     [](const auto &info) { return std::string(info.param.flag); });
+
+TEST(FileEncodings, WithoutQuantizedActivationsQ4_0ProductsTakeF32Inputs) {
+  // --no-quantize-activations: Q8_0 and Q4_0 products multiply the f32
+  // input, so the artifact matches the oracle that does not round inputs,
+  // as closely as any f32 product (1e-4). The rounding is visible: the two
+  // oracles differ by more than that.
+  ModelConfig c = quantConfig(true);
+  TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
+  TensorMap stored;
+  std::string model = tempDir() + "/f32-inputs-q4_0.gguf";
+  writeBytes(model, llamaGgufBytes(c, values, "Q4_0", 3, &stored));
+  std::string reference = tempDir() + "/f32-inputs-q4_0-reference.bin";
+  writeLlama2cV1(reference, c, stored);
+  auto plain = oracleFile(reference)();
+  auto rounded = oracleFile(reference, matrixNames(c))();
+  ASSERT_TRUE(plain.isOk() && rounded.isOk());
+  double difference = 0;
+  for (int pos = 0; pos < 4; ++pos) {
+    std::vector<float> a = plain->forward(tokenAt(pos, c.vocabSize), pos);
+    difference = std::max(
+        difference, relativeDifference(a.data(), rounded->forward(tokenAt(pos, c.vocabSize), pos)));
+  }
+  EXPECT_GT(difference, 1e-3);
+  std::string artifact = compileArtifact(
+      model, syntheticTokenizer(c.vocabSize), "f32-inputs-q4_0",
+      "--no-quantize-activations --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  checkDecodeAndPrefill(artifact, oracleFile(reference), c, "Q4_0 with f32 inputs");
+  checkBatch(artifact, oracleFile(reference), c, "Q4_0 with f32 inputs");
+}
+
+TEST(FileEncodings, Q8_0InputsWithoutInt8DotProductsFollowTheRounding) {
+  // A CPU without VNNI (haswell: AVX2) rounds the inputs and multiplies
+  // them as f32: the same rounded products as the int8 kernels.
+  ModelConfig c = quantConfig(false);
+  TensorMap values = syntheticTensors(c, 43, [](float x) { return x; });
+  TensorMap stored;
+  std::string model = tempDir() + "/q8-inputs-haswell.gguf";
+  writeBytes(model, llamaGgufBytes(c, values, "Q8_0", 3, &stored));
+  std::string reference = tempDir() + "/q8-inputs-haswell-reference.bin";
+  writeLlama2cV1(reference, c, stored);
+  std::string artifact =
+      compileArtifact(model, syntheticTokenizer(c.vocabSize), "q8-inputs-haswell",
+                      "--cpu=haswell --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  auto rounded = oracleFile(reference, matrixNames(c));
+  checkDecodeAndPrefill(artifact, rounded, c, "Q8_0 on haswell", kQ8InputTolerance);
+  expectFollowsTheRounding(artifact, rounded, oracleFile(reference), c, "Q8_0 on haswell");
+}
 
 TEST(FileEncodings, InfoSaysEachTypeAndTheBytesPerToken) {
   // Q8_0 matrices (34 bytes per 32 weights), F32 norms, a separate

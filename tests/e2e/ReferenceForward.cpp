@@ -53,7 +53,33 @@ void matmul(float *xout, const float *x, const float *w, int n, int d) {
   }
 }
 
+/// x rounded to Q8_0 blocks of 32 and back (llama.cpp's quantize_row_q8_0
+/// with its SIMD paths' round-half-even).
+std::vector<float> roundedToQ8_0(const float *x, int n) {
+  std::vector<float> out(x, x + n);
+  for (int start = 0; start < n; start += 32) {
+    float amax = 0.0f;
+    for (int i = start; i < start + 32 && i < n; ++i)
+      amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = start; i < start + 32 && i < n; ++i)
+      out[i] = std::nearbyint(x[i] * inverse) * d;
+  }
+  return out;
+}
+
 } // namespace
+
+void ReferenceModel::product(float *xout, const float *x, const std::string &name, int n,
+                             int d) const {
+  if (!q8Inputs_.count(name)) {
+    matmul(xout, x, weight(name), n, d);
+    return;
+  }
+  std::vector<float> rounded = roundedToQ8_0(x, n);
+  matmul(xout, rounded.data(), weight(name), n, d);
+}
 
 ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
@@ -237,9 +263,9 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     size_t loff = size_t(l) * p.seqLen * kvDim;
     float *k = keyCache_.data() + loff + size_t(pos) * kvDim;
     float *v = valueCache_.data() + loff + size_t(pos) * kvDim;
-    matmul(q.data(), xb.data(), layerWeight(l, "wq"), dim, qDim);
-    matmul(k, xb.data(), layerWeight(l, "wk"), dim, kvDim);
-    matmul(v, xb.data(), layerWeight(l, "wv"), dim, kvDim);
+    layerProduct(q.data(), xb.data(), l, "wq", dim, qDim);
+    layerProduct(k, xb.data(), l, "wk", dim, kvDim);
+    layerProduct(v, xb.data(), l, "wv", dim, kvDim);
 
     // Qwen2: biases on q, k and v.
     if (p.qkvBias) {
@@ -304,7 +330,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     }
 
     // Output projection, then the residual connection.
-    matmul(xb2.data(), xb.data(), layerWeight(l, "wo"), qDim, dim);
+    layerProduct(xb2.data(), xb.data(), l, "wo", qDim, dim);
     for (int i = 0; i < dim; i++)
       x[i] += xb2[i];
 
@@ -312,15 +338,15 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     rmsnorm(xb.data(), x.data(), layerWeight(l, "ffn_norm"), dim, eps);
 
     // SwiGLU: w2(silu(w1 x) * (w3 x)).
-    matmul(hb.data(), xb.data(), layerWeight(l, "w1"), dim, hiddenDim);
-    matmul(hb2.data(), xb.data(), layerWeight(l, "w3"), dim, hiddenDim);
+    layerProduct(hb.data(), xb.data(), l, "w1", dim, hiddenDim);
+    layerProduct(hb2.data(), xb.data(), l, "w3", dim, hiddenDim);
     for (int i = 0; i < hiddenDim; i++) {
       float val = hb[i];
       val *= (1.0f / (1.0f + expf(-val))); // silu(x) = x * sigmoid(x)
       val *= hb2[i];
       hb[i] = val;
     }
-    matmul(xb.data(), hb.data(), layerWeight(l, "w2"), hiddenDim, dim);
+    layerProduct(xb.data(), hb.data(), l, "w2", hiddenDim, dim);
 
     // Residual connection.
     for (int i = 0; i < dim; i++)
@@ -330,7 +356,7 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
   // Final rmsnorm, then the classifier into logits.
   rmsnorm(x.data(), x.data(), weight("norm"), dim, eps);
   std::vector<float> logits(p.vocabSize);
-  matmul(logits.data(), x.data(), weight(p.sharedClassifier ? "tok_embeddings" : "output"), dim,
-         p.vocabSize);
+  product(logits.data(), x.data(), p.sharedClassifier ? "tok_embeddings" : "output", dim,
+          p.vocabSize);
   return logits;
 }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,12 @@ public:
 
   const ModelConfig &config() const { return config_; }
 
+  /// The products over these weights (canonical names; tok_embeddings for
+  /// a shared classifier) take their input rounded to Q8_0 blocks of 32,
+  /// as llama.cpp rounds the activations of Q8_0 and Q4_0 products:
+  /// d = max|x| / 127, q = round-half-even(x / d), the product then over d * q.
+  void roundInputsToQ8_0(std::set<std::string> weights) { q8Inputs_ = std::move(weights); }
+
   /// Runs `token` at position `pos` and returns the vocabSize logits. Keys and
   /// values are cached per position, so calling pos = 0, 1, ... in order
   /// processes a sequence; calling pos again overwrites that position and
@@ -53,8 +60,16 @@ private:
     return weight("layers." + std::to_string(layer) + "." + kind);
   }
 
+  /// xout(d) = W(d, n) @ x(n) for the weight called `name`, its input
+  /// rounded first where roundInputsToQ8_0 names it.
+  void product(float *xout, const float *x, const std::string &name, int n, int d) const;
+  void layerProduct(float *xout, const float *x, int layer, const char *kind, int n, int d) const {
+    product(xout, x, "layers." + std::to_string(layer) + "." + kind, n, d);
+  }
+
   ModelConfig config_;
   ReferenceTensors tensors_;
+  std::set<std::string> q8Inputs_;
   std::vector<float> ropeFrequencies_;
   float attentionFactor_ = 1.0f;
   std::vector<float> keyCache_;   ///< [layer][seqLen][kvDim]

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace quill::test {
@@ -25,7 +26,7 @@ double relativeDifference(const float *got, const std::vector<float> &expected) 
 int tokenAt(int pos, int vocab) { return pos == 0 ? 1 : (pos * 97 + 13) % vocab; }
 
 void checkDecodeAndPrefill(const std::string &artifact, const OracleFactory &makeOracle,
-                           const ModelConfig &c, const std::string &what) {
+                           const ModelConfig &c, const std::string &what, double tolerance) {
   LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
   ASSERT_TRUE(one.device && two.device);
   auto oracle = makeOracle();
@@ -40,7 +41,7 @@ void checkDecodeAndPrefill(const std::string &artifact, const OracleFactory &mak
   }
   one.device->prefill(prompt.data(), 0);
   two.device->prefill(prompt.data(), 0);
-  EXPECT_LE(relativeDifference(one.device->logits(), expected), 1e-4) << what << " prefill";
+  EXPECT_LE(relativeDifference(one.device->logits(), expected), tolerance) << what << " prefill";
   ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
       << what << ": prefill logits depend on the thread count";
   for (int pos = chunk; pos < chunk + 12; ++pos) {
@@ -48,7 +49,7 @@ void checkDecodeAndPrefill(const std::string &artifact, const OracleFactory &mak
     one.device->step(token, pos);
     two.device->step(token, pos);
     expected = oracle->forward(token, pos);
-    ASSERT_LE(relativeDifference(one.device->logits(), expected), 1e-4)
+    ASSERT_LE(relativeDifference(one.device->logits(), expected), tolerance)
         << what << " decode at position " << pos;
     ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), c.vocabSize * 4), 0)
         << what << ": decode logits depend on the thread count at position " << pos;
@@ -56,7 +57,7 @@ void checkDecodeAndPrefill(const std::string &artifact, const OracleFactory &mak
 }
 
 void checkBatch(const std::string &artifact, const OracleFactory &makeOracle, const ModelConfig &c,
-                const std::string &what) {
+                const std::string &what, double tolerance) {
   LoadedArtifact loaded = load(artifact, 2);
   ASSERT_TRUE(loaded.device && loaded.device->batchLayout());
   auto cache = createPagedCache(*loaded.device, c, /*budgetBytes=*/8 << 20, 2);
@@ -89,7 +90,7 @@ void checkBatch(const std::string &artifact, const OracleFactory &makeOracle, co
       loaded.device->batchStep(1 + withOther, 1 + withOther);
       const float *got = loaded.device->batchLogits();
       if (!withOther) {
-        ASSERT_LE(relativeDifference(got, expected), 1e-4) << what << " batch at " << pos;
+        ASSERT_LE(relativeDifference(got, expected), tolerance) << what << " batch at " << pos;
         std::memcpy(alone.data(), got, c.vocabSize * 4);
       } else {
         ASSERT_EQ(std::memcmp(alone.data(), got, c.vocabSize * 4), 0)
@@ -99,8 +100,67 @@ void checkBatch(const std::string &artifact, const OracleFactory &makeOracle, co
   }
 }
 
-OracleFactory oracleFile(const std::string &path) {
-  return [path] { return ReferenceModel::load(path); };
+void expectFollowsTheRounding(const std::string &artifact, const OracleFactory &rounded,
+                              const OracleFactory &plain, const ModelConfig &c,
+                              const std::string &what) {
+  LoadedArtifact loaded = load(artifact, 2);
+  ASSERT_TRUE(loaded.device);
+  auto toRounded = rounded(), toPlain = plain();
+  ASSERT_TRUE(toRounded.isOk() && toPlain.isOk());
+  double offRounded = 0, offPlain = 0;
+  auto compare = [&](int token, int pos) {
+    std::vector<float> r = toRounded->forward(token, pos), p = toPlain->forward(token, pos);
+    for (int i = 0; i < c.vocabSize; ++i) {
+      offRounded += std::fabs(double(loaded.device->logits()[i]) - r[i]);
+      offPlain += std::fabs(double(loaded.device->logits()[i]) - p[i]);
+    }
+  };
+  const int chunk = loaded.device->prefillChunk();
+  std::vector<int32_t> prompt;
+  for (int pos = 0; pos < chunk; ++pos)
+    prompt.push_back(tokenAt(pos, c.vocabSize));
+  loaded.device->prefill(prompt.data(), 0);
+  for (int pos = 0; pos + 1 < chunk; ++pos) {
+    toRounded->forward(prompt[pos], pos);
+    toPlain->forward(prompt[pos], pos);
+  }
+  compare(prompt.back(), chunk - 1);
+  for (int pos = chunk; pos < chunk + 12; ++pos) {
+    loaded.device->step(tokenAt(pos, c.vocabSize), pos);
+    compare(tokenAt(pos, c.vocabSize), pos);
+  }
+  std::printf("%s: summed |logit differences| %.4g from the rounded oracle, %.4g from the plain "
+              "one\n",
+              what.c_str(), offRounded, offPlain);
+  EXPECT_LE(offRounded, offPlain / 3) << what << ": the logits do not follow the Q8_0 rounding";
+}
+
+OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs) {
+  return [path, q8Inputs]() -> ErrorOr<ReferenceModel> {
+    auto model = ReferenceModel::load(path);
+    if (model.isOk())
+      model->roundInputsToQ8_0(q8Inputs);
+    return model;
+  };
+}
+
+std::set<std::string> matrixNames(const ModelConfig &c) {
+  std::set<std::string> names = {"tok_embeddings", "output"};
+  for (int l = 0; l < c.nLayers; ++l)
+    for (const char *kind : {"wq", "wk", "wv", "wo", "w1", "w2", "w3"})
+      names.insert("layers." + std::to_string(l) + "." + kind);
+  return names;
+}
+
+std::set<std::string>
+q8InputMatrices(const ModelConfig &c,
+                const std::function<std::string(const std::string &)> &typeOf) {
+  std::set<std::string> names;
+  for (const std::string &name : matrixNames(c))
+    if (std::string type = typeOf(name);
+        type == "Q8_0" || type == "Q4_0" || type == "Q4_K" || type == "Q6_K")
+      names.insert(name);
+  return names;
 }
 
 } // namespace quill::test

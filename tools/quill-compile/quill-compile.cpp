@@ -100,6 +100,11 @@ struct Flags {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noQuantizeActivations{
+      "no-quantize-activations",
+      cl::desc("Products over Q8_0 and Q4_0 weights keep f32 inputs instead of Q8_0 blocks (no "
+               "int8 dot products), for A/B comparisons of speed and accuracy"),
+      cl::cat(category)};
   cl::opt<bool> noWarpReductions{
       "no-warp-reductions",
       cl::desc("CUDA (and --emulate-cuda-kernels): one GPU thread per matrix-vector row instead "
@@ -178,6 +183,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
+  options.pipeline.quantizeActivations = !flags.noQuantizeActivations;
   options.pipeline.warpReductions = !flags.noWarpReductions;
   options.pipeline.gpuArch = flags.gpuArch;
   if (quill::Status status = chosen->checkOptions(options.pipeline); !status) {

@@ -65,7 +65,7 @@ SamplerFactory samplerFactory(const RunOptions &options, tbb::task_arena &arena)
 } // namespace
 
 int runBatchFile(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
-                 Device &device, tbb::task_arena &arena) {
+                 Device &device, tbb::task_arena &arena, const std::atomic<bool> *interrupt) {
   const ModelConfig &config = artifact.config();
   const BatchLayout *layout = device.batchLayout();
   if (!layout)
@@ -83,8 +83,10 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
     return fail(cache.message());
 
   std::vector<GenerationRequest> requests;
-  for (const std::string &prompt : *prompts)
+  for (const std::string &prompt : *prompts) {
     requests.push_back({prompt, options.maxNewTokens, options.stopStrings});
+    requests.back().interrupt = interrupt;
+  }
   // Every request samples with the same seed: its tokens are then those it
   // would get alone.
   BatchOptions batchOptions;
@@ -101,8 +103,10 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
   BatchStats stats;
   auto results = scheduler.run(requests, &stats);
 
-  bool failed = false;
+  bool failed = false, interrupted = false;
   for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i] && results[i]->stop == StopReason::Interrupted)
+      interrupted = true;
     if (!results[i]) {
       failed = true;
       if (options.json)
@@ -146,11 +150,11 @@ int runBatchFile(const RunOptions &options, const Artifact &artifact, const Toke
     std::fprintf(stderr, "prefix sharing: %lld prompt tokens reused, %lld computed\n",
                  static_cast<long long>(stats.prefixTokensReused),
                  static_cast<long long>(stats.prefilledTokens));
-  return failed ? 1 : 0;
+  return failed ? 1 : interrupted ? kInterruptedExitCode : 0;
 }
 
 int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
-             Device &device, tbb::task_arena &arena) {
+             Device &device, tbb::task_arena &arena, const std::atomic<bool> *interrupt) {
   const ModelConfig &config = artifact.config();
   const BatchLayout *layout = device.batchLayout();
   const char *flag = options.beamSearch ? "--beams" : "--n-samples";
@@ -168,6 +172,7 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
   request.ignoreEos = options.ignoreEos;
   request.samples = options.samples;
   request.beamSearch = options.beamSearch;
+  request.interrupt = interrupt;
   BatchOptions batchOptions;
   batchOptions.arena = &arena;
   BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena),
@@ -203,7 +208,7 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
                  flag + 2, width, static_cast<long long>(stats.steps),
                  static_cast<unsigned long long>(stats.peakKVBytes), mib(stats.peakKVBytes),
                  layout->blockSize);
-  return 0;
+  return result.stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
 }
 
 int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,

@@ -10,16 +10,21 @@
 
 #include <tbb/task_arena.h>
 
+#include <atomic>
+
 namespace quill {
 
-/// Runs every line of options.batchFile as a prompt; returns the exit code.
+/// Runs every line of options.batchFile as a prompt; returns the exit code
+/// (130 when `interrupt` was set: every sequence stops before its next
+/// token, prompts not started yet get none, and all are printed).
 int runBatchFile(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
-                 Device &device, tbb::task_arena &arena);
+                 Device &device, tbb::task_arena &arena, const std::atomic<bool> *interrupt);
 
 /// Runs options.prompt with --n-samples or --beams through the batch
-/// scheduler (one request, several sequences); returns the exit code.
+/// scheduler (one request, several sequences); returns the exit code, 130
+/// when `interrupt` stopped it (what was generated is printed).
 int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,
-             Device &device, tbb::task_arena &arena);
+             Device &device, tbb::task_arena &arena, const std::atomic<bool> *interrupt);
 
 /// Times batched decode for each of options.batchSizes; returns the exit code.
 int benchBatches(const RunOptions &options, const Artifact &artifact, const Tokenizer &tokenizer,

@@ -108,10 +108,14 @@ int runQuill(int argc, char **argv) {
     cpu->setConcurrentKernels(false);
   if (!options.perplexityFile.empty())
     return runQuality(options, *artifact, *tokenizer, device, makeDevice);
-  if (options.beamSearch || options.samples > 1)
-    return runGroup(options, *artifact, *tokenizer, device, arena);
-  if (!options.batchFile.empty())
-    return runBatchFile(options, *artifact, *tokenizer, device, arena);
+  if (options.beamSearch || options.samples > 1 || !options.batchFile.empty()) {
+    std::signal(SIGINT, onInterrupt);
+    int code = options.batchFile.empty()
+                   ? runGroup(options, *artifact, *tokenizer, device, arena, &interrupted)
+                   : runBatchFile(options, *artifact, *tokenizer, device, arena, &interrupted);
+    std::signal(SIGINT, SIG_DFL);
+    return code;
+  }
   if (options.bench && !options.batchSizes.empty())
     return benchBatches(options, *artifact, *tokenizer, device, arena);
   if (options.bench) {

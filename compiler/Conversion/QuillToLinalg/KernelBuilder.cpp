@@ -1,5 +1,6 @@
 // The target-neutral KernelBuilder: every reduction a linalg.generic.
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
+#include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 
@@ -24,6 +25,18 @@ Value KernelBuilder::decodingMatMulRows(OpBuilder &b, Location loc, Value weight
                                         OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                         Value init) const {
   return decodingMatMul(b, loc, weight, input, firstRow, rows, liveRows, init);
+}
+
+Value KernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                  OpFoldResult firstRow, OpFoldResult rows, Value init) const {
+  return decodingMatVecRows(b, loc, weight, q8RoundTrip(b, loc, input), firstRow, rows, init);
+}
+
+Value KernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                  OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                  Value init) const {
+  return decodingMatMulRows(b, loc, weight, q8RoundTrip(b, loc, input), firstRow, rows, liveRows,
+                            init);
 }
 
 Value KernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,

@@ -38,6 +38,17 @@ public:
                                    OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                    Value init) const;
 
+  /// decodingMatVecRows over the input rounded to Q8_0 blocks (an op's
+  /// `q8_input`: a Q8_0 or Q4_0 weight). The neutral form rounds the input
+  /// (q8RoundTrip) and decodes the weights as usual; a target may instead
+  /// multiply the int8 values of both.
+  virtual Value q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                             OpFoldResult firstRow, OpFoldResult rows, Value init) const;
+  /// decodingMatMulRows likewise, each token row rounded.
+  virtual Value q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                             OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                             Value init) const;
+
   /// 1 / sqrt(mean(x^2) + eps) of each row of `input` (a 0-d tensor for a
   /// vector, [T] for T rows), in llama2.c's order.
   virtual Value rmsScales(OpBuilder &b, Location loc, Value input, float eps) const;

@@ -19,14 +19,18 @@ using namespace mlir::quill;
 namespace {
 
 /// W[firstRow : firstRow + rows] @ x, into the kernel's output or, when
-/// `intermediate`, a fixed-size (stack) buffer.
+/// `intermediate`, a fixed-size (stack) buffer; with `q8Input`, x rounded
+/// to Q8_0 blocks.
 Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value weight,
-                 Value input, OpFoldResult firstRow, OpFoldResult rows, bool intermediate) {
+                 Value input, OpFoldResult firstRow, OpFoldResult rows, bool intermediate,
+                 bool q8Input) {
   int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   Value init = intermediate
                    ? scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt)
                    : tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{rows}, b.getF32Type())
                          .getResult();
+  if (q8Input)
+    return builder.q8MatVecRows(b, loc, weight, input, firstRow, rows, init);
   if (isEncodedWeight(weight))
     return builder.decodingMatVecRows(b, loc, weight, input, firstRow, rows, init);
   return builder.matVecRows(b, loc, weight, input, firstRow, rows, init);
@@ -37,7 +41,7 @@ Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
 /// unused).
 Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value weight,
                  Value input, OpFoldResult firstRow, OpFoldResult rows, bool intermediate,
-                 Value liveRows) {
+                 Value liveRows, bool q8Input) {
   int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   Value init =
@@ -46,6 +50,8 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
           : tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tokens), rows},
                                     b.getF32Type())
                 .getResult();
+  if (q8Input)
+    return builder.q8MatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   if (isEncodedWeight(weight))
     return builder.decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   return builder.matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
@@ -82,9 +88,9 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     // once, never reading back what another may be rewriting.
     const bool intermediate = op.getSwiglu() || builder->privateRows();
     Value result = rows ? matMulRows(b, loc, *builder, weight, op.getInput(), firstRow, rowCount,
-                                     intermediate, op.getRows())
+                                     intermediate, op.getRows(), op.getQ8Input())
                         : matVecRows(b, loc, *builder, weight, op.getInput(), firstRow, rowCount,
-                                     intermediate);
+                                     intermediate, op.getQ8Input());
     // With live rows, the epilogues run on those rows only (the result's
     // other rows are left undefined): a slice with a dynamic row count.
     Value live = rows ? op.getRows() : Value();
@@ -203,7 +209,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
                   .getResult();
     }
     Value raw = matVecRows(b, loc, *builder, weight, op.getInput(), first, count,
-                           /*intermediate=*/true);
+                           /*intermediate=*/true, op.getQ8Input());
     if (std::optional<APFloat> eps = op.getNormEps())
       raw =
           scaleRows(b, loc, raw, builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat()));

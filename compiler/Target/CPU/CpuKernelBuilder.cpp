@@ -88,6 +88,25 @@ Value CpuKernelBuilder::decodingMatVecRows(OpBuilder &b, Location loc, Value wei
       });
 }
 
+Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                     OpFoldResult firstRow, OpFoldResult rows, Value init) const {
+  if (!options_.int8Dot || !fitsInt8Dot(weight.getType()))
+    return KernelBuilder::q8MatVecRows(b, loc, weight, input, firstRow, rows, init);
+  // The input rounded once per call; blocks of 4 rows, then the leftover
+  // rows one by one with the same kernel.
+  Int8Input rounded = quantizeInt8Input(b, loc, input);
+  return blocksThenTail(
+      b, loc, firstRow, rows, kDecodeRowBlock, init,
+      [&](Value first, Value blocks, Value out) {
+        return int8DotMatVec(b, loc, kDecodeRowBlock, weight, rounded, first, blocks, out);
+      },
+      [&](OpFoldResult first, OpFoldResult count, Value out) {
+        return int8DotMatVec(b, loc, 1, weight, rounded,
+                             getValueOrCreateConstantIndexOp(b, loc, first),
+                             getValueOrCreateConstantIndexOp(b, loc, count), out);
+      });
+}
+
 bool CpuKernelBuilder::fitsMatMulTile(Value weight, Value input) const {
   const MatMulTile tile = matMulTile();
   const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);

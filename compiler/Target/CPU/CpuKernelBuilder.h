@@ -20,6 +20,9 @@ struct CpuKernelOptions {
   int64_t vectorWidth = 16;
   /// Matmuls prefetch the next block of weight rows.
   bool prefetchWeights = true;
+  /// The CPU has int8 dot products (vpdpbusd: AVX-512 VNNI with VL, or
+  /// AVX-VNNI): decode's products over Q8_0 activations use them.
+  bool int8Dot = false;
 };
 
 class CpuKernelBuilder : public KernelBuilder {
@@ -35,6 +38,8 @@ public:
   Value decodingMatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                            OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                            Value init) const override;
+  Value q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
+                     OpFoldResult rows, Value init) const override;
   Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
@@ -78,6 +83,37 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
 /// takes (DecodingMatVec.cpp).
 Value decodeRowsInRegisters(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
                             Value first, Value count, Value init);
+
+/// `n` elements of type `element` of `source` from `indices` (a vector).
+Value readVector(OpBuilder &b, Location loc, Value source, ValueRange indices, int64_t n,
+                 Type element);
+/// The fp16 value at byte `offset` of row `row` of a weight's bytes
+/// (`storage`), as an f32 scalar.
+Value halfScalarAt(OpBuilder &b, Location loc, Value storage, Value row, Value offset);
+/// The 32 unsigned nibbles of the Q4_0 block at byte `base` of `row`, in
+/// weight order (the low nibbles, then the high ones), as vector<32xi8>.
+Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value base);
+/// Prefetches, for each of `rows`, step `step` (of `stepElements` storage
+/// elements) of the row `rowBlock` further on, clamped to the last row.
+void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
+                      int64_t rowBlock, Value step, int64_t stepElements);
+
+/// Whether int8DotMatVec takes weights of `weightType`: Q8_0 or Q4_0 rows
+/// of whole blocks, Q4_K or Q6_K rows of whole super-blocks.
+bool fitsInt8Dot(Type weightType);
+/// A Q8_0-rounded input of an int8 product (Int8DotMatVec.cpp).
+struct Int8Input {
+  Value values;   ///< tensor<K x i8>: the rounded values q.
+  Value scales;   ///< tensor<K / 32 x f32>: each block's d.
+  Value halfSums; ///< tensor<K / 16 x i32>: the sum of q over each half block.
+};
+/// `input` ([K]) rounded to Q8_0 blocks (ActivationQuantization.h's rules).
+Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input);
+/// Rows [first, first + blocks * rowBlock) of W @ x into `init` as int8
+/// dot products (vpdpbusd) of the weights' blocks with `input`'s, each
+/// block's int32 sum scaled by both scales into f32 partial sums.
+Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
+                    const Int8Input &input, Value first, Value blocks, Value init);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit

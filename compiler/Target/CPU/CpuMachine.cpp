@@ -62,8 +62,8 @@ std::string CpuMachine::description() const {
 std::string CpuMachine::requiredFeatures() const {
   // The ISA extensions that change the generated vector code; the runtime
   // refuses an artifact whose host lacks one of them.
-  static const char *kChecked[] = {"avx",     "avx2",     "fma",      "f16c",
-                                   "avx512f", "avx512vl", "avx512bw", "avx512dq"};
+  static const char *kChecked[] = {"avx",      "avx2",     "fma",      "f16c",       "avx512f",
+                                   "avx512vl", "avx512bw", "avx512dq", "avx512vnni", "avxvnni"};
   const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
   std::string out;
   for (const char *feature : kChecked)
@@ -79,6 +79,11 @@ int64_t CpuMachine::vectorWidth() const {
   if (info->checkFeatures("+avx") || info->checkFeatures("+avx2"))
     return 8;
   return 4;
+}
+
+bool CpuMachine::hasInt8Dot() const {
+  const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
+  return info->checkFeatures("+avxvnni") || info->checkFeatures("+avx512vnni,+avx512vl");
 }
 
 ErrorOr<std::unique_ptr<llvm::Module>> CpuMachine::translate(mlir::ModuleOp module,

@@ -31,6 +31,9 @@ public:
   /// f32 lanes of the widest vector registers the kernels may use: 16 with
   /// AVX-512, 8 with AVX or AVX2, else 4.
   int64_t vectorWidth() const;
+  /// Whether the CPU has vpdpbusd on 256-bit vectors (AVX-512 VNNI with VL,
+  /// or AVX-VNNI): int8 dot products.
+  bool hasInt8Dot() const;
 
   /// Translates a module in the LLVM dialect to LLVM IR for this target and
   /// runs LLVM's O3 pipeline on it.

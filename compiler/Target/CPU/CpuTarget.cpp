@@ -76,12 +76,13 @@ public:
         units.loopUnits = true;
         pm.addPass(mlir::quill::createSpecializeGpuUnits(units));
       } else {
-        auto width = vectorWidth(options);
-        if (!width)
+        auto machine = CpuMachine::create({options.cpu}); // checkOptions reports a bad one.
+        if (!machine)
           return mlir::failure();
         mlir::quill::CpuLowerKernelsOptions kernels;
-        kernels.vectorWidth = *width;
+        kernels.vectorWidth = (*machine)->vectorWidth();
         kernels.prefetchWeights = options.prefetchWeights;
+        kernels.int8Dot = (*machine)->hasInt8Dot();
         pm.addPass(mlir::quill::createCpuLowerKernels(kernels));
         addNeutralLowering(pm);
       }
@@ -133,14 +134,6 @@ public:
   }
 
 private:
-  /// f32 lanes of the CPU's widest vectors (16 with AVX-512, 8 with AVX2).
-  static std::optional<int64_t> vectorWidth(const PipelineOptions &options) {
-    auto machine = CpuMachine::create({options.cpu}); // checkOptions reports a bad one.
-    if (!machine)
-      return std::nullopt;
-    return (*machine)->vectorWidth();
-  }
-
   /// Vectors unrolled to scalars and LLVM vectors, loops to branches, and
   /// everything to the LLVM dialect; kernels then get the runtime's ABI.
   static void addLLVMDialectStage(mlir::OpPassManager &pm, bool emulate) {

@@ -25,8 +25,8 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
           << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
-    auto builder =
-        std::make_shared<const CpuKernelBuilder>(CpuKernelOptions{vectorWidth, prefetchWeights});
+    auto builder = std::make_shared<const CpuKernelBuilder>(
+        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

@@ -20,6 +20,11 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       of (2 tokens x 8 weight rows) accumulators (2 x 4 with 8 lanes, whose
       ISA has half the registers) over 1024-column panels of the width, and
       prefetches the next block of weight rows (`prefetch-weights`);
+    - with `int8-dot`, decode's products over Q8_0 and Q4_0 weights that
+      take Q8_0 inputs (`q8_input`) round the input to int8 blocks once,
+      then compute each 32-weight block of a row as one `vpdpbusd`
+      (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"`), its int32
+      sums scaled by the weight's and the input's block scales;
     - attention over heads of 8 or 16 dimensions reads keys as transposed
       [8, head_dim] tiles and keeps the weighted sums in registers.
     Shapes that do not fit (a width no multiple of W, leftover rows) take
@@ -50,13 +55,18 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "Register-tiled matmuls prefetch the next block of weight rows "
            "(memref.prefetch) while computing this one: the hardware prefetcher "
            "does not run ahead across a block's strided row streams "
-           "(quill-compile --no-prefetch turns it off)">
+           "(quill-compile --no-prefetch turns it off)">,
+    Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
+           "The CPU has vpdpbusd (AVX-512 VNNI with VL, or AVX-VNNI): decode's "
+           "products over Q8_0 and Q4_0 weights with q8_input run as int8 dot "
+           "products; quill-compile takes it from --cpu's features">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::bufferization::BufferizationDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect"
+    "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::LLVM::LLVMDialect"
   ];
 }
 

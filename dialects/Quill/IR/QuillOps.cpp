@@ -186,6 +186,16 @@ LogicalResult RMSNormOp::verify() {
   return success();
 }
 
+/// q8_input rounds the input to Q8_0 blocks of 32 for a block-quantized
+/// weight (Q8_0, Q4_0, Q4_K, Q6_K), whose blocks are multiples of 32.
+static LogicalResult verifyQ8Input(Operation *op, bool q8Input, Value weight) {
+  if (!q8Input || isBlockQuantized(weight.getType()))
+    return success();
+  return op->emitOpError("q8_input needs a block-quantized weight, but")
+         << weightName(weight) << " is "
+         << cast<RankedTensorType>(weight.getType()).getElementType();
+}
+
 /// Shared by quill.linear and quill.logits.
 template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
   Value input = op.getInput(), weight = op.getWeight(), result = op.getResult();
@@ -220,7 +230,7 @@ template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
              << weightName(bias) << " has " << dimOf(bias, 0) << " elements but the weight has "
              << dimOf(weight, 0) << " rows";
   }
-  return success();
+  return verifyQ8Input(op, op.getQ8Input(), weight);
 }
 
 LogicalResult LinearOp::verify() { return verifyMatVec(*this); }
@@ -441,6 +451,8 @@ LogicalResult ProjectQKVOp::verify() {
   if (Value bias = getBias(); bias && dimOf(bias, 0) != rows)
     return emitOpError("bias") << weightName(bias) << " has " << dimOf(bias, 0)
                                << " elements but the weight has " << rows << " rows";
+  if (failed(verifyQ8Input(*this, getQ8Input(), getWeight())))
+    return failure();
   return verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor());
 }
 

@@ -235,7 +235,8 @@ class Quill_MatVecOp<string mnemonic>
   let arguments = (ins Quill_Rows:$input, Quill_WeightMatrix:$weight,
                        Optional<Quill_Rows>:$residual, Optional<Quill_Vector>:$bias,
                        Variadic<Index>:$tile, Optional<Index>:$rows,
-                       UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps);
+                       UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps,
+                       UnitAttr:$q8_input);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight (`rows` $rows^)? (`bias` $bias^ `:` type($bias))?
@@ -264,6 +265,12 @@ def Quill_LinearOp : Quill_MatVecOp<"linear"> {
     In a batch step, `rows %n` says only the first `n` token rows of a
     [T, width] input are live: the rest of the result is left undefined
     (the runtime fills a batch of fewer than T sequences).
+    With `q8_input` (a block-quantized weight, set by
+    `quill-quantize-activations`), each row of the input is first rounded
+    to Q8_0 blocks of 32, as llama.cpp quantizes the activations of such
+    products: `d = max|x| / 127`, `q = roundeven(x * (1 / d))` (0 where `d`
+    is 0), and the product runs on `d * q`, so a target may compute it as
+    integer dot products of the weights' and the input's int8 values.
 
     ```mlir
     %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>
@@ -298,7 +305,8 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
     written into row `pos` of `keys` and `values`. Returns `y` and the
     updated caches. Inside a kernel, `tile [%b, %e]` restricts the op to
     the pairs of rows `[b, e)`, rows `[2b, 2e)` of `y` (and the cache
-    elements among them): a rotated pair is never split.
+    elements among them): a rotated pair is never split. `q8_input` rounds
+    the input to Q8_0 blocks first, as for `quill.linear`.
 
     ```mlir
     %y, %k1, %v1 = quill.project_qkv %x, %w into %k, %v at %pos
@@ -310,7 +318,7 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
                        Quill_Matrix:$values, Index:$pos, Optional<Quill_Vector>:$bias,
                        Optional<Quill_Vector>:$freqs, Variadic<Index>:$tile,
                        I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps,
-                       OptionalAttr<F32Attr>:$attention_factor);
+                       OptionalAttr<F32Attr>:$attention_factor, UnitAttr:$q8_input);
   let results = (outs Quill_Vector:$result, Quill_Matrix:$new_keys, Quill_Matrix:$new_values);
   let assemblyFormat = [{
     $input `,` $weight `into` $keys `,` $values `at` $pos (`bias` $bias^ `:` type($bias))?

@@ -49,7 +49,7 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
                                      /*residual=*/Value(), /*bias=*/Value(),
                                      /*tile=*/ValueRange{}, /*rows=*/gate.getRows(),
                                      /*swiglu=*/b.getUnitAttr(),
-                                     /*normEps=*/FloatAttr());
+                                     /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();
       gate.erase();

@@ -82,7 +82,8 @@ struct FuseRopeKVPass : mlir::quill::impl::FuseRopeKVBase<FuseRopeKVPass> {
           b, loc, linear.getType(), m->kWrite.getType(), m->vWrite.getType(), linear.getInput(),
           linear.getWeight(), m->kWrite.getCache(), m->vWrite.getCache(), m->qRope.getPos(),
           linear.getBias(), m->qRope.getFreqs(), ValueRange{}, m->qRope.getHeadDimAttr(),
-          m->qRope.getThetaAttr(), linear.getNormEpsAttr(), m->qRope.getAttentionFactorAttr());
+          m->qRope.getThetaAttr(), linear.getNormEpsAttr(), m->qRope.getAttentionFactorAttr(),
+          /*q8Input=*/UnitAttr());
       Value q = SliceOp::create(b, loc, m->qRope.getType(), fused.getResult(), int64_t(0));
       m->qRope.replaceAllUsesWith(q);
       m->kWrite.replaceAllUsesWith(fused.getNewKeys());

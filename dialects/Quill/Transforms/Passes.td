@@ -51,6 +51,31 @@ def QuantizeWeights : Pass<"quill-quantize-weights", "ModuleOp"> {
   ];
 }
 
+def QuantizeActivations : Pass<"quill-quantize-activations", "ModuleOp"> {
+  let summary = "Rounds the input of products over block-quantized weights to Q8_0 blocks";
+  let description = [{
+    Sets `q8_input` on every `quill.linear`, `quill.logits` and
+    `quill.project_qkv` whose weight is block-quantized (`q8_0`, `q4_0`,
+    `q4_k`, `q6_k`): their input is rounded to Q8_0 blocks of 32 before the
+    product, in every step (decode, prefill, batch), as llama.cpp rounds
+    the activations of these types (its `vec_dot_type`: Q8_0 blocks for
+    Q8_0 and Q4_0; for the K-quants it takes Q8_K, one scale per 256, where
+    Quill keeps one per 32). The products then need only int8 dot products,
+    which a CPU with AVX-512 VNNI or AVX-VNNI computes several times as fast
+    as widened f32 multiply-adds. `quill-compile --no-quantize-activations`
+    leaves the inputs f32 (f16 and bf16 products always take f32 inputs).
+
+    Before:
+    ```mlir
+    %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64x!quill.q8_0> -> tensor<64xf32>
+    ```
+    After:
+    ```mlir
+    %q = quill.linear %h, %wq {q8_input} : tensor<64xf32>, tensor<64x64x!quill.q8_0> -> tensor<64xf32>
+    ```
+  }];
+}
+
 def FuseGateUp : Pass<"quill-fuse-gate-up", "ModuleOp"> {
   let summary = "Fuses the gate and up projections with SwiGLU as their epilogue";
   let description = [{

@@ -87,3 +87,13 @@ func.func @view_wrong_size(%bytes: tensor<4x32xi8>) {
   %w = quill.weight_view %bytes : tensor<4x32xi8> -> tensor<4x32x!quill.q8_0>
   return
 }
+
+// -----
+
+// Q8_0 inputs go with block-quantized weights only, and the message names the weight.
+func.func @q8_input_f16(%x: tensor<256xf32>) -> tensor<4xf32> {
+  %w = quill.weight "layers.0.w2" : tensor<4x256xf16>
+  // expected-error @+1 {{'quill.linear' op q8_input needs a block-quantized weight, but 'layers.0.w2' is 'f16'}}
+  %y = quill.linear %x, %w {q8_input} : tensor<256xf32>, tensor<4x256xf16> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -1,0 +1,65 @@
+// Q8_0 activations: the rounding rules and their target-neutral form.
+#include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
+
+#include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+namespace mlir::quill {
+
+std::pair<Value, Value> q8Scales(OpBuilder &b, Location loc, Value amax) {
+  // No fast-math flags: every target must round the same values the same way.
+  Value d = arith::DivFOp::create(b, loc, amax, f32Constant(b, loc, 127.0f));
+  Value zero = f32Constant(b, loc, 0.0f);
+  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, d, zero);
+  Value inverse = arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f), d);
+  return {d, arith::SelectOp::create(b, loc, isZero, zero, inverse)};
+}
+
+Value q8Round(OpBuilder &b, Location loc, Value x, Value inverse) {
+  return math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, x, inverse));
+}
+
+Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  const int64_t rank = type.getRank();
+  const int64_t width = type.getDimSize(rank - 1);
+  // [..., K] as [..., K / 32, 32].
+  SmallVector<int64_t> blocked(type.getShape().drop_back());
+  blocked.append({width / kQ8Block, kQ8Block});
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    groups.push_back({d});
+  groups.push_back({rank - 1, rank});
+  auto blockedType = RankedTensorType::get(blocked, b.getF32Type());
+  Value blocks = tensor::ExpandShapeOp::create(b, loc, blockedType, input, groups);
+
+  MLIRContext *ctx = b.getContext();
+  const unsigned loops = rank + 1;
+  AffineMap all = AffineMap::getMultiDimIdentityMap(loops, ctx);
+  AffineMap perBlock = all.dropResult(loops - 1);
+  using utils::IteratorType;
+  SmallVector<IteratorType> reduce(loops, IteratorType::parallel);
+  reduce.back() = IteratorType::reduction;
+  SmallVector<OpFoldResult> scaleSizes;
+  for (int64_t size : ArrayRef<int64_t>(blocked).drop_back())
+    scaleSizes.push_back(b.getIndexAttr(size));
+  // max |x| of each block (order-free: exact whatever the vectorization).
+  Value amax = buildGeneric(b, loc, ValueRange{blocks}, filledTensor(b, loc, scaleSizes, 0.0f),
+                            {all, perBlock}, reduce,
+                            [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                              Value magnitude = math::AbsFOp::create(nb, l, args[0]);
+                              return arith::MaximumFOp::create(nb, l, args[1], magnitude);
+                            });
+  Value init = tensor::EmptyOp::create(b, loc, blocked, b.getF32Type());
+  Value rounded =
+      buildGeneric(b, loc, ValueRange{blocks, amax}, init, {all, perBlock, all},
+                   SmallVector<IteratorType>(loops, IteratorType::parallel),
+                   [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                     auto [d, inverse] = q8Scales(nb, l, args[1]);
+                     return arith::MulFOp::create(nb, l, d, q8Round(nb, l, args[0], inverse));
+                   });
+  return tensor::CollapseShapeOp::create(b, loc, type, rounded, groups);
+}
+
+} // namespace mlir::quill

@@ -1,0 +1,263 @@
+// Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with Q8_0
+// activations (q8_input) as int8 dot products: the input is rounded once
+// per call to int8 blocks of 32, then each 32-weight group of a row is one
+// vpdpbusd (AVX-512 VNNI on ymm, or AVX-VNNI) of its bytes with the input
+// block's, its int32 sums converted once and scaled by the weights' and the
+// input's scales. vpdpbusd multiplies unsigned by signed bytes: Q4_0's and
+// Q4_K's nibbles are unsigned already, Q8_0's bytes become unsigned with the
+// sign bit flipped (q + 128), Q6_K's six bits are q + 32; an offset times
+// the input block's sum is taken off by starting the dot product's
+// accumulator at -offset * sum / 8 in each of its 8 lanes, so the integer
+// result is exact. Q4_K's minimum (dmin * min * sum(x)) is summed apart.
+#include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
+#include "compiler/Target/CPU/RowDecoder.h"
+#include "dialects/Quill/IR/WeightFormats.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::quill {
+
+namespace {
+
+/// vpdpbusd's 256-bit form (VEX with AVX-VNNI, EVEX with AVX-512 VNNI+VL);
+/// LLVM 22's signature: (<8 x i32> acc, <32 x i8> unsigned, <32 x i8> signed).
+constexpr llvm::StringLiteral kDotIntrinsic = "llvm.x86.avx512.vpdpbusd.256";
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
+/// The input block of 32 at `column` as the products read it.
+struct InputBlock {
+  Value values;              ///< vector<32xi8>.
+  Value scale;               ///< f32.
+  Value firstSum, secondSum; ///< i32: the sums of its halves of 16.
+};
+
+InputBlock inputBlock(OpBuilder &b, Location loc, const Int8Input &input, Value column) {
+  Value block = arith::DivUIOp::create(b, loc, column, indexConstant(b, loc, kQ8Block));
+  Value half = arith::MulIOp::create(b, loc, block, indexConstant(b, loc, 2));
+  return {readVector(b, loc, input.values, ValueRange{column}, kQ8Block, b.getI8Type()),
+          tensor::ExtractOp::create(b, loc, input.scales, ValueRange{block}),
+          tensor::ExtractOp::create(b, loc, input.halfSums, ValueRange{half}),
+          tensor::ExtractOp::create(
+              b, loc, input.halfSums,
+              ValueRange{arith::AddIOp::create(b, loc, half, indexConstant(b, loc, 1))})};
+}
+
+/// vpdpbusd(start, unsigned weights, signed input).
+Value dot(OpBuilder &b, Location loc, Value start, Value weights, Value input) {
+  return LLVM::CallIntrinsicOp::create(b, loc, start.getType(), b.getStringAttr(kDotIntrinsic),
+                                       ValueRange{start, weights, input})
+      .getResult(0);
+}
+
+/// 8 i32 lanes: `first` in the four that sum the first 16 bytes, `second`
+/// in the others.
+Value halves(OpBuilder &b, Location loc, Value first, Value second) {
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({8}, first.getType()),
+      ValueRange{first, first, first, first, second, second, second, second});
+}
+
+} // namespace
+
+bool fitsInt8Dot(Type weightType) {
+  auto type = cast<RankedTensorType>(weightType);
+  Type element = type.getElementType();
+  if (isa<Q8_0Type, Q4_0Type>(element))
+    return type.getDimSize(1) % kQ8Block == 0;
+  return isa<Q4_KType, Q6_KType>(element) && type.getDimSize(1) % 256 == 0;
+}
+
+Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
+  const int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  const int64_t blocks = width / kQ8Block;
+  // Fixed-size buffers (stack).
+  auto buffer = [&](int64_t n, Type element) -> Value {
+    return bufferization::AllocTensorOp::create(b, loc, RankedTensorType::get({n}, element),
+                                                ValueRange{});
+  };
+  auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
+  auto i32s = VectorType::get({kQ8Block}, b.getI32Type());
+  auto i8s = VectorType::get({kQ8Block}, b.getI8Type());
+  auto loop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, blocks), indexConstant(b, loc, 1),
+      ValueRange{buffer(width, b.getI8Type()), buffer(blocks, b.getF32Type()),
+                 buffer(2 * blocks, b.getI32Type())},
+      [&](OpBuilder &nb, Location l, Value block, ValueRange out) {
+        Value column = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block));
+        Value x = readVector(nb, l, input, ValueRange{column}, kQ8Block, nb.getF32Type());
+        Value amax = vector::ReductionOp::create(nb, l, vector::CombiningKind::MAXIMUMF,
+                                                 math::AbsFOp::create(nb, l, x));
+        auto [d, inverse] = q8Scales(nb, l, amax);
+        Value q = q8Round(nb, l, x, vector::BroadcastOp::create(nb, l, f32s, inverse));
+        Value qi = arith::FPToSIOp::create(nb, l, i32s, q);
+        Value values =
+            vector::TransferWriteOp::create(nb, l, arith::TruncIOp::create(nb, l, i8s, qi), out[0],
+                                            ValueRange{column}, ArrayRef<bool>{true})
+                .getResult();
+        Value scales = tensor::InsertOp::create(nb, l, d, out[1], ValueRange{block});
+        Value sums = out[2];
+        for (int64_t h = 0; h < 2; ++h) {
+          Value part = vector::ExtractStridedSliceOp::create(
+              nb, l, qi, ArrayRef<int64_t>{16 * h}, ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+          Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, part);
+          Value at = arith::AddIOp::create(
+              nb, l, arith::MulIOp::create(nb, l, block, indexConstant(nb, l, 2)),
+              indexConstant(nb, l, h));
+          sums = tensor::InsertOp::create(nb, l, sum, sums, ValueRange{at});
+        }
+        scf::YieldOp::create(nb, l, ValueRange{values, scales, sums});
+      });
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+}
+
+Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
+                    const Int8Input &input, Value first, Value blocks, Value init) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  Type element = weightType.getElementType();
+  WeightFormat format = *weightFormatOf(element);
+  const int64_t steps = weightType.getDimSize(1) / format.blockElements;
+  const bool kQuant = isa<Q4_KType, Q6_KType>(element);
+  RowDecoder decoder{b, loc, weightStorage(weight), Value(), 8, reductionFastMath(b)};
+  Value storageMemref;
+  if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
+    storageMemref = toTensor.getBuffer();
+  auto lanes8 = VectorType::get({8}, b.getF32Type());
+  auto ints8 = VectorType::get({8}, b.getI32Type());
+  auto bytes32 = VectorType::get({32}, b.getI8Type());
+  Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes8, 0.0f));
+  Value intZeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(ints8, int32_t(0)));
+  Value signBits = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(bytes32, int8_t(-128)));
+  auto fastMath = reductionFastMath(b);
+  // acc += splat(scale) * float(lanes).
+  auto accumulate = [&](OpBuilder &ib, Location il, Value scale, Value lanes, Value acc) -> Value {
+    if (!isa<VectorType>(scale.getType()))
+      scale = vector::BroadcastOp::create(ib, il, lanes8, scale);
+    return vector::FMAOp::create(ib, il, scale, arith::SIToFPOp::create(ib, il, lanes8, lanes),
+                                 acc);
+  };
+  // Per row: its f32 lanes, and (Q4_K) the summed minimum terms.
+  const int64_t carriedPerRow = isa<Q4_KType>(element) ? 2 : 1;
+  auto rows = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), blocks, indexConstant(b, loc, 1), ValueRange{init},
+      [&](OpBuilder &nb, Location l, Value block, ValueRange carried) {
+        Value offset = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, rowBlock));
+        Value row = arith::AddIOp::create(nb, l, first, offset);
+        SmallVector<Value> rowIndex;
+        for (int64_t r = 0; r < rowBlock; ++r)
+          rowIndex.push_back(arith::AddIOp::create(nb, l, row, indexConstant(nb, l, r)));
+        SmallVector<Value> accInit;
+        for (int64_t r = 0; r < rowBlock; ++r) {
+          accInit.push_back(zeros);
+          if (carriedPerRow == 2)
+            accInit.push_back(arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f)));
+        }
+        auto columns = scf::ForOp::create(
+            nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, steps), indexConstant(nb, l, 1),
+            accInit, [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
+              if (storageMemref)
+                prefetchNextRows(ib, il, storageMemref, rowIndex, rowBlock, step,
+                                 format.blockBytes);
+              // The input blocks of this step, shared by the rows.
+              const int64_t groups = format.blockElements / kQ8Block;
+              Value column0 =
+                  arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockElements));
+              SmallVector<InputBlock> x;
+              for (int64_t g = 0; g < groups; ++g)
+                x.push_back(inputBlock(
+                    ib, il, input,
+                    arith::AddIOp::create(ib, il, column0, indexConstant(ib, il, kQ8Block * g))));
+              SmallVector<Value> next(acc.begin(), acc.end());
+              RowDecoder rowDecoder{ib, il, decoder.storage, Value(), 8, fastMath};
+              for (int64_t r = 0; r < rowBlock; ++r) {
+                Value &lanes = next[carriedPerRow * r];
+                if (!kQuant) {
+                  // Q8_0, Q4_0: one block per step; offset 128 or 8.
+                  const bool q8 = isa<Q8_0Type>(element);
+                  Value base =
+                      arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockBytes));
+                  Value weights =
+                      q8 ? arith::XOrIOp::create(
+                               ib, il,
+                               readVector(ib, il, decoder.storage,
+                                          ValueRange{rowIndex[r],
+                                                     arith::AddIOp::create(
+                                                         ib, il, base, indexConstant(ib, il, 2))},
+                                          32, ib.getI8Type()),
+                               signBits)
+                               .getResult()
+                         : q4_0Nibbles(ib, il, decoder.storage, rowIndex[r], base);
+                  Value sum = arith::AddIOp::create(ib, il, x[0].firstSum, x[0].secondSum);
+                  Value start = vector::BroadcastOp::create(
+                      ib, il, ints8,
+                      arith::MulIOp::create(ib, il, sum, i32Constant(ib, il, q8 ? -16 : -1)));
+                  Value scale = arith::MulFOp::create(
+                      ib, il, halfScalarAt(ib, il, decoder.storage, rowIndex[r], base), x[0].scale);
+                  lanes =
+                      accumulate(ib, il, scale, dot(ib, il, start, weights, x[0].values), lanes);
+                  continue;
+                }
+                int64_t g = 0;
+                auto visit = [&](Value q, Value, Value scaleA, Value scaleB, Value minimum) {
+                  const InputBlock &in = x[g++];
+                  if (minimum) {
+                    // Q4_K: scale * dot(q, x) - dmin * min * sum(x), times dx.
+                    lanes = accumulate(ib, il, arith::MulFOp::create(ib, il, scaleA, in.scale),
+                                       dot(ib, il, intZeros, q, in.values), lanes);
+                    Value sum = arith::SIToFPOp::create(
+                        ib, il, ib.getF32Type(),
+                        arith::AddIOp::create(ib, il, in.firstSum, in.secondSum));
+                    Value &mins = next[carriedPerRow * r + 1];
+                    mins = arith::AddFOp::create(
+                        ib, il, mins,
+                        arith::MulFOp::create(
+                            ib, il, arith::MulFOp::create(ib, il, minimum, in.scale), sum));
+                    return;
+                  }
+                  // Q6_K: two sub-blocks of 16, each scale * dot(q - 32, x).
+                  Value start = halves(
+                      ib, il, arith::MulIOp::create(ib, il, in.firstSum, i32Constant(ib, il, -8)),
+                      arith::MulIOp::create(ib, il, in.secondSum, i32Constant(ib, il, -8)));
+                  auto a = arith::MulFOp::create(ib, il, scaleA, in.scale);
+                  auto c = arith::MulFOp::create(ib, il, scaleB, in.scale);
+                  Value scales = vector::FromElementsOp::create(ib, il, lanes8,
+                                                                ValueRange{a, a, a, a, c, c, c, c});
+                  lanes = accumulate(ib, il, scales, dot(ib, il, start, q, in.values), lanes);
+                };
+                if (isa<Q4_KType>(element))
+                  rowDecoder.q4_KGroups(rowIndex[r], step, visit);
+                else
+                  rowDecoder.q6_KGroups(rowIndex[r], step, visit);
+              }
+              scf::YieldOp::create(ib, il, next);
+            });
+        SmallVector<Value> sums;
+        for (int64_t r = 0; r < rowBlock; ++r) {
+          Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD,
+                                                  columns.getResult(carriedPerRow * r), Value(),
+                                                  fastMath.getValue());
+          if (carriedPerRow == 2)
+            sum = arith::SubFOp::create(nb, l, sum, columns.getResult(carriedPerRow * r + 1));
+          sums.push_back(sum);
+        }
+        Value rowSums = vector::FromElementsOp::create(
+            nb, l, VectorType::get({rowBlock}, nb.getF32Type()), sums);
+        Value y = vector::TransferWriteOp::create(nb, l, rowSums, carried[0], ValueRange{offset},
+                                                  ArrayRef<bool>{true})
+                      .getResult();
+        scf::YieldOp::create(nb, l, ValueRange{y});
+      });
+  return rows.getResult(0);
+}
+
+} // namespace mlir::quill
