@@ -60,14 +60,6 @@ Value dot(OpBuilder &b, Location loc, Value start, Value weights, Value input) {
       .getResult(0);
 }
 
-/// 8 i32 lanes: `first` in the four that sum the first 16 bytes, `second`
-/// in the others.
-Value halves(OpBuilder &b, Location loc, Value first, Value second) {
-  return vector::FromElementsOp::create(
-      b, loc, VectorType::get({8}, first.getType()),
-      ValueRange{first, first, first, first, second, second, second, second});
-}
-
 } // namespace
 
 bool fitsInt8Dot(Type weightType) {
@@ -146,7 +138,7 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
     return vector::FMAOp::create(ib, il, scale, arith::SIToFPOp::create(ib, il, lanes8, lanes),
                                  acc);
   };
-  // Per row: its f32 lanes, and (Q4_K) the summed minimum terms.
+  // Per row: its f32 lanes, and (Q4_K) the lanes of its minimum terms.
   const int64_t carriedPerRow = isa<Q4_KType>(element) ? 2 : 1;
   auto rows = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), blocks, indexConstant(b, loc, 1), ValueRange{init},
@@ -160,7 +152,7 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
         for (int64_t r = 0; r < rowBlock; ++r) {
           accInit.push_back(zeros);
           if (carriedPerRow == 2)
-            accInit.push_back(arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f)));
+            accInit.push_back(zeros);
         }
         auto columns = scf::ForOp::create(
             nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, steps), indexConstant(nb, l, 1),
@@ -168,24 +160,21 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
               if (storageMemref)
                 prefetchNextRows(ib, il, storageMemref, rowIndex, rowBlock, step,
                                  format.blockBytes);
-              // The input blocks of this step, shared by the rows.
-              const int64_t groups = format.blockElements / kQ8Block;
-              Value column0 =
-                  arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockElements));
-              SmallVector<InputBlock> x;
-              for (int64_t g = 0; g < groups; ++g)
-                x.push_back(inputBlock(
-                    ib, il, input,
-                    arith::AddIOp::create(ib, il, column0, indexConstant(ib, il, kQ8Block * g))));
               SmallVector<Value> next(acc.begin(), acc.end());
               RowDecoder rowDecoder{ib, il, decoder.storage, Value(), 8, fastMath};
-              for (int64_t r = 0; r < rowBlock; ++r) {
-                Value &lanes = next[carriedPerRow * r];
-                if (!kQuant) {
-                  // Q8_0, Q4_0: one block per step; offset 128 or 8.
-                  const bool q8 = isa<Q8_0Type>(element);
-                  Value base =
-                      arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockBytes));
+              if (!kQuant) {
+                // Q8_0, Q4_0: one block per step; offset 128 or 8.
+                const bool q8 = isa<Q8_0Type>(element);
+                InputBlock x = inputBlock(
+                    ib, il, input,
+                    arith::MulIOp::create(ib, il, step, indexConstant(ib, il, kQ8Block)));
+                Value sum = arith::AddIOp::create(ib, il, x.firstSum, x.secondSum);
+                Value start = vector::BroadcastOp::create(
+                    ib, il, ints8,
+                    arith::MulIOp::create(ib, il, sum, i32Constant(ib, il, q8 ? -16 : -1)));
+                Value base =
+                    arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockBytes));
+                for (int64_t r = 0; r < rowBlock; ++r) {
                   Value weights =
                       q8 ? arith::XOrIOp::create(
                                ib, il,
@@ -197,47 +186,82 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                                signBits)
                                .getResult()
                          : q4_0Nibbles(ib, il, decoder.storage, rowIndex[r], base);
-                  Value sum = arith::AddIOp::create(ib, il, x[0].firstSum, x[0].secondSum);
-                  Value start = vector::BroadcastOp::create(
-                      ib, il, ints8,
-                      arith::MulIOp::create(ib, il, sum, i32Constant(ib, il, q8 ? -16 : -1)));
                   Value scale = arith::MulFOp::create(
-                      ib, il, halfScalarAt(ib, il, decoder.storage, rowIndex[r], base), x[0].scale);
-                  lanes =
-                      accumulate(ib, il, scale, dot(ib, il, start, weights, x[0].values), lanes);
-                  continue;
+                      ib, il, halfScalarAt(ib, il, decoder.storage, rowIndex[r], base), x.scale);
+                  next[r] =
+                      accumulate(ib, il, scale, dot(ib, il, start, weights, x.values), next[r]);
                 }
-                int64_t g = 0;
-                auto visit = [&](Value q, Value, Value scaleA, Value scaleB, Value minimum) {
-                  const InputBlock &in = x[g++];
-                  if (minimum) {
-                    // Q4_K: scale * dot(q, x) - dmin * min * sum(x), times dx.
-                    lanes = accumulate(ib, il, arith::MulFOp::create(ib, il, scaleA, in.scale),
-                                       dot(ib, il, intZeros, q, in.values), lanes);
-                    Value sum = arith::SIToFPOp::create(
-                        ib, il, ib.getF32Type(),
-                        arith::AddIOp::create(ib, il, in.firstSum, in.secondSum));
-                    Value &mins = next[carriedPerRow * r + 1];
-                    mins = arith::AddFOp::create(
-                        ib, il, mins,
-                        arith::MulFOp::create(
-                            ib, il, arith::MulFOp::create(ib, il, minimum, in.scale), sum));
-                    return;
-                  }
-                  // Q6_K: two sub-blocks of 16, each scale * dot(q - 32, x).
-                  Value start = halves(
-                      ib, il, arith::MulIOp::create(ib, il, in.firstSum, i32Constant(ib, il, -8)),
-                      arith::MulIOp::create(ib, il, in.secondSum, i32Constant(ib, il, -8)));
-                  auto a = arith::MulFOp::create(ib, il, scaleA, in.scale);
-                  auto c = arith::MulFOp::create(ib, il, scaleB, in.scale);
-                  Value scales = vector::FromElementsOp::create(ib, il, lanes8,
-                                                                ValueRange{a, a, a, a, c, c, c, c});
-                  lanes = accumulate(ib, il, scales, dot(ib, il, start, q, in.values), lanes);
-                };
-                if (isa<Q4_KType>(element))
-                  rowDecoder.q4_KGroups(rowIndex[r], step, visit);
-                else
-                  rowDecoder.q6_KGroups(rowIndex[r], step, visit);
+                scf::YieldOp::create(ib, il, next);
+                return;
+              }
+              // K-quants: the step's 8 input blocks, their scales and sums,
+              // shared by the rows.
+              Value block0 = arith::MulIOp::create(ib, il, step, indexConstant(ib, il, 8));
+              Value column0 = arith::MulIOp::create(ib, il, step, indexConstant(ib, il, 256));
+              SmallVector<Value> xs;
+              for (int64_t g = 0; g < 8; ++g)
+                xs.push_back(readVector(ib, il, input.values,
+                                        ValueRange{arith::AddIOp::create(
+                                            ib, il, column0, indexConstant(ib, il, kQ8Block * g))},
+                                        kQ8Block, ib.getI8Type()));
+              Value dxs = readVector(ib, il, input.scales, ValueRange{block0}, 8, ib.getF32Type());
+              Value halfSums = readVector(
+                  ib, il, input.halfSums,
+                  ValueRange{arith::MulIOp::create(ib, il, block0, indexConstant(ib, il, 2))}, 16,
+                  ib.getI32Type());
+              SmallVector<int64_t> evens, odds;
+              for (int64_t g = 0; g < 8; ++g) {
+                evens.push_back(2 * g);
+                odds.push_back(2 * g + 1);
+              }
+              auto lanesOf = [](int64_t a, int64_t b) {
+                return SmallVector<int64_t>{a, a, a, a, b, b, b, b};
+              };
+              if (isa<Q4_KType>(element)) {
+                // sum_g dmin * min_g * dx_g * sum(q_g): dx * sum per block.
+                Value sums = arith::AddIOp::create(ib, il, rowDecoder.pick(halfSums, evens),
+                                                   rowDecoder.pick(halfSums, odds));
+                Value xSums = arith::MulFOp::create(
+                    ib, il, arith::SIToFPOp::create(ib, il, lanes8, sums), dxs);
+                for (int64_t r = 0; r < rowBlock; ++r) {
+                  auto [scales, mins] = rowDecoder.q4_KScalesAndMins(rowIndex[r], step);
+                  Value scaled = arith::MulFOp::create(ib, il, scales, dxs);
+                  Value &lanes = next[2 * r];
+                  next[2 * r + 1] = vector::FMAOp::create(ib, il, mins, xSums, next[2 * r + 1]);
+                  int64_t g = 0;
+                  rowDecoder.q4_KGroups(
+                      rowIndex[r], step, [&](Value q, Value, Value, Value, Value) {
+                        lanes = accumulate(ib, il, rowDecoder.pick(scaled, lanesOf(g, g)),
+                                           dot(ib, il, intZeros, q, xs[g]), lanes);
+                        ++g;
+                      });
+                }
+              } else {
+                // Q6_K: each group's accumulator starts at -8 x its halves' sums.
+                Value starts = arith::MulIOp::create(
+                    ib, il, halfSums,
+                    arith::ConstantOp::create(
+                        ib, il,
+                        DenseElementsAttr::get(VectorType::get({16}, ib.getI32Type()),
+                                               int32_t(-8))));
+                SmallVector<Value> groupStarts, groupDx;
+                for (int64_t g = 0; g < 8; ++g) {
+                  groupStarts.push_back(rowDecoder.pick(starts, lanesOf(2 * g, 2 * g + 1)));
+                  groupDx.push_back(rowDecoder.pick(dxs, lanesOf(g, g)));
+                }
+                for (int64_t r = 0; r < rowBlock; ++r) {
+                  Value scales = rowDecoder.q6_KScales(rowIndex[r], step);
+                  Value &lanes = next[r];
+                  int64_t g = 0;
+                  rowDecoder.q6_KGroups(
+                      rowIndex[r], step, [&](Value q, Value, Value, Value, Value) {
+                        Value scale = arith::MulFOp::create(
+                            ib, il, rowDecoder.pick(scales, lanesOf(2 * g, 2 * g + 1)), groupDx[g]);
+                        lanes =
+                            accumulate(ib, il, scale, dot(ib, il, groupStarts[g], q, xs[g]), lanes);
+                        ++g;
+                      });
+                }
               }
               scf::YieldOp::create(ib, il, next);
             });
@@ -247,7 +271,11 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                                                   columns.getResult(carriedPerRow * r), Value(),
                                                   fastMath.getValue());
           if (carriedPerRow == 2)
-            sum = arith::SubFOp::create(nb, l, sum, columns.getResult(carriedPerRow * r + 1));
+            sum = arith::SubFOp::create(
+                nb, l, sum,
+                vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD,
+                                            columns.getResult(carriedPerRow * r + 1), Value(),
+                                            fastMath.getValue()));
           sums.push_back(sum);
         }
         Value rowSums = vector::FromElementsOp::create(

@@ -159,6 +159,61 @@ struct RowDecoder {
     }
   }
 
+  /// `v`'s elements at `lanes` (a vector.shuffle of `v` with itself).
+  Value pick(Value v, ArrayRef<int64_t> lanes) {
+    return vector::ShuffleOp::create(b, loc, v, v, lanes);
+  }
+
+  /// Q4_K super-block `block` of `row`: its 8 sub-blocks' scales d * scale
+  /// and minimums dmin * min as vector<8xf32>, the 6-bit fields unpacked in
+  /// vector registers (the values q4_KGroups passes one by one).
+  std::pair<Value, Value> q4_KScalesAndMins(Value row, Value block) {
+    Value base = arith::MulIOp::create(b, loc, block, index(144));
+    Value d = halfAt(row, base), dmin = halfAt(row, at(base, 2));
+    // Bytes 4..15 of the block: 12 of scales (and 4 of quants, unused).
+    Value packed = read(storage, ValueRange{row, at(base, 4)}, 16, b.getI8Type());
+    auto quad = [&](int64_t first) {
+      return pick(packed, {first, first + 1, first + 2, first + 3});
+    };
+    auto fours = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(VectorType::get({4}, b.getI8Type()), int8_t(v)));
+    };
+    auto andB = [&](Value v, int64_t m) -> Value {
+      return arith::AndIOp::create(b, loc, v, fours(m));
+    };
+    auto shr = [&](Value v, int64_t n) -> Value {
+      return arith::ShRUIOp::create(b, loc, v, fours(n));
+    };
+    auto shl = [&](Value v, int64_t n) -> Value {
+      return arith::ShLIOp::create(b, loc, v, fours(n));
+    };
+    auto orB = [&](Value x, Value y) -> Value { return arith::OrIOp::create(b, loc, x, y); };
+    Value low = quad(0), mid = quad(4), high = quad(8);
+    // ggml's get_scale_min_k4, sub-blocks 0-3 then 4-7.
+    Value scales =
+        vector::ShuffleOp::create(b, loc, andB(low, 63), orB(andB(high, 15), shl(shr(low, 6), 4)),
+                                  ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    Value mins =
+        vector::ShuffleOp::create(b, loc, andB(mid, 63), orB(shr(high, 4), shl(shr(mid, 6), 4)),
+                                  ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    auto times = [&](Value scalar, Value sixBits) -> Value {
+      return arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f32s(8), scalar),
+                                   arith::SIToFPOp::create(b, loc, f32s(8), sixBits));
+    };
+    return {times(d, scales), times(dmin, mins)};
+  }
+
+  /// Q6_K super-block `block` of `row`: its 16 sub-blocks' scales d * scale
+  /// as vector<16xf32>.
+  Value q6_KScales(Value row, Value block) {
+    Value base = arith::MulIOp::create(b, loc, block, index(210));
+    Value d = halfAt(row, at(base, 208));
+    Value scales = read(storage, ValueRange{row, at(base, 192)}, 16, b.getI8Type());
+    return arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f32s(16), d),
+                                 arith::SIToFPOp::create(b, loc, f32s(16), scales));
+  }
+
   /// The K-quant groups of a super-block as f32 sub-blocks: each sub-block's
   /// values (32 for Q4_K, 16 for Q6_K), first column, scale and offset.
   void kQuantSubBlocks(Value row, Value block, Type element, const SubBlockFn &visit) {

@@ -42,12 +42,13 @@ func.func @q8_0(%x: tensor<64xf32>, %bytes: tensor<20x68xi8>, %b: index, %e: ind
 
 // -----
 
-// Q4_0: the nibbles are unsigned already (q - 8 the weight): the sum times -1.
+// Q4_0: the nibbles are unsigned already (q - 8 the weight): the sum times
+// -1, once for the rows of a block.
 // CHECK-LABEL: func.func @q4_0
+// CHECK: arith.muli %{{.*}}, %c-1_i32
 // CHECK: arith.andi
 // CHECK: arith.shrui
 // CHECK: vector.shuffle
-// CHECK: arith.muli %{{.*}}, %c-1_i32
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
 func.func @q4_0(%x: tensor<64xf32>, %bytes: tensor<20x36xi8>) -> tensor<20xf32> {
   %w = quill.weight_view %bytes : tensor<20x36xi8> -> tensor<20x64x!quill.q4_0>
@@ -75,13 +76,14 @@ func.func @q4_k(%x: tensor<256xf32>, %bytes: tensor<8x144xi8>) -> tensor<8xf32> 
 // -----
 
 // Q6_K: each group of 32 one vpdpbusd whose accumulator starts at -8 times
-// the input's sum over each half (the stored six bits are q + 32), scaled by
-// the two sub-blocks' scales, four lanes each.
+// the input's sum over each half (the stored six bits are q + 32), the same
+// for every row; its lanes scaled by the two sub-blocks' scales, four each.
 // CHECK-LABEL: func.func @q6_k
-// CHECK: arith.muli %{{.*}}, %c-8_i32
-// CHECK: vector.from_elements {{.*}} : vector<8xi32>
+// CHECK: arith.muli %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1] : vector<16xi32>, vector<16xi32>
+// CHECK: arith.sitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1] : vector<16xf32>, vector<16xf32>
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
-// CHECK: vector.from_elements {{.*}} : vector<8xf32>
 func.func @q6_k(%x: tensor<256xf32>, %bytes: tensor<4x210xi8>) -> tensor<4xf32> {
   %w = quill.weight_view %bytes : tensor<4x210xi8> -> tensor<4x256x!quill.q6_k>
   %y = quill.linear %x, %w {q8_input} : tensor<256xf32>, tensor<4x256x!quill.q6_k> -> tensor<4xf32>
