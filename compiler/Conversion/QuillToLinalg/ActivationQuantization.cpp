@@ -51,14 +51,26 @@ Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
                               Value magnitude = math::AbsFOp::create(nb, l, args[0]);
                               return arith::MaximumFOp::create(nb, l, args[1], magnitude);
                             });
+  // Each block's scale and its inverse once, then every element.
+  SmallVector<int64_t> blockShape(ArrayRef<int64_t>(blocked).drop_back());
+  AffineMap same = AffineMap::getMultiDimIdentityMap(loops - 1, ctx);
+  auto perBlockValue = [&](bool inverse) {
+    return buildGeneric(b, loc, ValueRange{amax},
+                        tensor::EmptyOp::create(b, loc, blockShape, b.getF32Type()), {same, same},
+                        SmallVector<IteratorType>(loops - 1, IteratorType::parallel),
+                        [inverse](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                          auto [d, inv] = q8Scales(nb, l, args[0]);
+                          return inverse ? inv : d;
+                        });
+  };
+  Value scales = perBlockValue(false), inverses = perBlockValue(true);
   Value init = tensor::EmptyOp::create(b, loc, blocked, b.getF32Type());
-  Value rounded =
-      buildGeneric(b, loc, ValueRange{blocks, amax}, init, {all, perBlock, all},
-                   SmallVector<IteratorType>(loops, IteratorType::parallel),
-                   [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                     auto [d, inverse] = q8Scales(nb, l, args[1]);
-                     return arith::MulFOp::create(nb, l, d, q8Round(nb, l, args[0], inverse));
-                   });
+  Value rounded = buildGeneric(
+      b, loc, ValueRange{blocks, scales, inverses}, init, {all, perBlock, perBlock, all},
+      SmallVector<IteratorType>(loops, IteratorType::parallel),
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::MulFOp::create(nb, l, args[1], q8Round(nb, l, args[0], args[2]));
+      });
   return tensor::CollapseShapeOp::create(b, loc, type, rounded, groups);
 }
 

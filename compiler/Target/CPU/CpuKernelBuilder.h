@@ -40,6 +40,8 @@ public:
                            Value init) const override;
   Value q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
                      OpFoldResult rows, Value init) const override;
+  Value q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
+                     OpFoldResult rows, Value liveRows, Value init) const override;
   Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
@@ -109,6 +111,10 @@ struct Int8Input {
 };
 /// `input` ([K]) rounded to Q8_0 blocks (ActivationQuantization.h's rules).
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input);
+/// `input` ([T, K], K a multiple of 32) rounded to Q8_0 blocks and back to
+/// f32, as q8RoundTrip rounds it (ActivationQuantization.h), in vector
+/// registers (Int8DotMatVec.cpp).
+Value q8RoundTripRows(OpBuilder &b, Location loc, Value input);
 /// Rows [first, first + blocks * rowBlock) of W @ x into `init` as int8
 /// dot products (vpdpbusd) of the weights' blocks with `input`'s, each
 /// block's int32 sum scaled by both scales into f32 partial sums.

@@ -113,6 +113,36 @@ Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
   return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
 }
 
+Value q8RoundTripRows(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  const int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
+  auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), b.getF32Type());
+  auto rows = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, tokens), indexConstant(b, loc, 1),
+      ValueRange{init}, [&](OpBuilder &nb, Location l, Value t, ValueRange out) {
+        auto blocks = scf::ForOp::create(
+            nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, width),
+            indexConstant(nb, l, kQ8Block), ValueRange{out[0]},
+            [&](OpBuilder &ib, Location il, Value column, ValueRange rowOut) {
+              Value x = readVector(ib, il, input, ValueRange{t, column}, kQ8Block, ib.getF32Type());
+              Value amax = vector::ReductionOp::create(ib, il, vector::CombiningKind::MAXIMUMF,
+                                                       math::AbsFOp::create(ib, il, x));
+              auto [d, inverse] = q8Scales(ib, il, amax);
+              Value q = q8Round(ib, il, x, vector::BroadcastOp::create(ib, il, f32s, inverse));
+              Value rounded =
+                  arith::MulFOp::create(ib, il, vector::BroadcastOp::create(ib, il, f32s, d), q);
+              scf::YieldOp::create(ib, il,
+                                   vector::TransferWriteOp::create(ib, il, rounded, rowOut[0],
+                                                                   ValueRange{t, column},
+                                                                   ArrayRef<bool>{true})
+                                       .getResult());
+            });
+        scf::YieldOp::create(nb, l, blocks.getResults());
+      });
+  return rows.getResult(0);
+}
+
 Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                     const Int8Input &input, Value first, Value blocks, Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());
