@@ -97,8 +97,14 @@ Value halfScalarAt(OpBuilder &b, Location loc, Value storage, Value row, Value o
 Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value base);
 /// Prefetches, for each of `rows`, step `step` (of `stepElements` storage
 /// elements) of the row `rowBlock` further on, clamped to the last row.
+/// (prefetchDistance gives a distance far enough ahead for short rows.)
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements);
+/// How many rows ahead a matrix-vector product over rows of `rowBytes`,
+/// `rowBlock` at a time, prefetches: whole row blocks, at least 8 KiB
+/// ahead, so that short rows (a few hundred bytes of blocks) keep as many
+/// bytes in flight as DRAM's latency needs.
+int64_t prefetchDistance(int64_t rowBlock, int64_t rowBytes);
 
 /// Whether int8DotMatVec takes weights of `weightType`: Q8_0 or Q4_0 rows
 /// of whole blocks, Q4_K or Q6_K rows of whole super-blocks.

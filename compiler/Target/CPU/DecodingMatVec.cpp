@@ -18,6 +18,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace mlir::quill {
@@ -51,6 +52,12 @@ Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value ba
   return vector::ShuffleOp::create(b, loc, low, high, llvm::to_vector(llvm::seq<int64_t>(0, 32)));
 }
 
+int64_t prefetchDistance(int64_t rowBlock, int64_t rowBytes) {
+  constexpr int64_t kAheadBytes = 8 << 10;
+  const int64_t blockBytes = std::max<int64_t>(1, rowBlock * rowBytes);
+  return rowBlock * std::max<int64_t>(1, (kAheadBytes + blockBytes - 1) / blockBytes);
+}
+
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements) {
   const int64_t lastRow = cast<MemRefType>(storage.getType()).getDimSize(0) - 1;
@@ -81,6 +88,7 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
   if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
     storageMemref = toTensor.getBuffer();
   const int64_t stepBytes = plain ? vectorWidth : format.blockBytes; // In storage elements.
+  const int64_t ahead = prefetchDistance(rowBlock, rowStorageBytes(weightType));
   Value zero = decoder.index(0), one = decoder.index(1);
   Value zeros =
       arith::ConstantOp::create(b, loc, DenseElementsAttr::get(decoder.f32s(vectorWidth), 0.0f));
@@ -97,7 +105,7 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
             nb, l, zero, decoder.index(steps), one, accInit,
             [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
               if (storageMemref)
-                prefetchNextRows(ib, il, storageMemref, rowIndex, rowBlock, step, stepBytes);
+                prefetchNextRows(ib, il, storageMemref, rowIndex, ahead, step, stepBytes);
               SmallVector<Value> next;
               for (int64_t r = 0; r < rowBlock; ++r) {
                 if (isa<Q8_0Type>(element))

@@ -154,6 +154,7 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
   Value storageMemref;
   if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
     storageMemref = toTensor.getBuffer();
+  const int64_t ahead = prefetchDistance(rowBlock, rowStorageBytes(weightType));
   auto lanes8 = VectorType::get({8}, b.getF32Type());
   auto ints8 = VectorType::get({8}, b.getI32Type());
   auto bytes32 = VectorType::get({32}, b.getI8Type());
@@ -188,8 +189,7 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
             nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, steps), indexConstant(nb, l, 1),
             accInit, [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
               if (storageMemref)
-                prefetchNextRows(ib, il, storageMemref, rowIndex, rowBlock, step,
-                                 format.blockBytes);
+                prefetchNextRows(ib, il, storageMemref, rowIndex, ahead, step, format.blockBytes);
               SmallVector<Value> next(acc.begin(), acc.end());
               RowDecoder rowDecoder{ib, il, decoder.storage, Value(), 8, fastMath};
               if (!kQuant) {
