@@ -150,9 +150,9 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
   WeightFormat format = *weightFormatOf(element);
   const int64_t steps = weightType.getDimSize(1) / format.blockElements;
   const bool kQuant = isa<Q4_KType, Q6_KType>(element);
-  RowDecoder decoder{b, loc, weightStorage(weight), Value(), 8, reductionFastMath(b)};
+  Value storage = weightStorage(weight);
   Value storageMemref;
-  if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
+  if (auto toTensor = storage.getDefiningOp<bufferization::ToTensorOp>())
     storageMemref = toTensor.getBuffer();
   const int64_t ahead = prefetchDistance(rowBlock, rowStorageBytes(weightType));
   auto lanes8 = VectorType::get({8}, b.getF32Type());
@@ -191,7 +191,7 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
               if (storageMemref)
                 prefetchNextRows(ib, il, storageMemref, rowIndex, ahead, step, format.blockBytes);
               SmallVector<Value> next(acc.begin(), acc.end());
-              RowDecoder rowDecoder{ib, il, decoder.storage, Value(), 8, fastMath};
+              RowDecoder rowDecoder{ib, il, storage, Value(), 8, fastMath};
               if (!kQuant) {
                 // Q8_0, Q4_0: one block per step; offset 128 or 8.
                 const bool q8 = isa<Q8_0Type>(element);
@@ -208,16 +208,16 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                   Value weights =
                       q8 ? arith::XOrIOp::create(
                                ib, il,
-                               readVector(ib, il, decoder.storage,
+                               readVector(ib, il, storage,
                                           ValueRange{rowIndex[r],
                                                      arith::AddIOp::create(
                                                          ib, il, base, indexConstant(ib, il, 2))},
                                           32, ib.getI8Type()),
                                signBits)
                                .getResult()
-                         : q4_0Nibbles(ib, il, decoder.storage, rowIndex[r], base);
+                         : q4_0Nibbles(ib, il, storage, rowIndex[r], base);
                   Value scale = arith::MulFOp::create(
-                      ib, il, halfScalarAt(ib, il, decoder.storage, rowIndex[r], base), x.scale);
+                      ib, il, halfScalarAt(ib, il, storage, rowIndex[r], base), x.scale);
                   next[r] =
                       accumulate(ib, il, scale, dot(ib, il, start, weights, x.values), next[r]);
                 }
