@@ -31,6 +31,21 @@ ModelConfig quantConfig(bool shared) {
   return c;
 }
 
+/// A GGUF of quantConfig(`shared`) with seed `seed`, every matrix `type`,
+/// and the llama2.c file of the values its blocks stand for (the oracle's).
+struct EncodedModel {
+  ModelConfig config;
+  std::string model, reference;
+};
+EncodedModel encodedModel(const std::string &name, const char *type, bool shared, uint64_t seed) {
+  EncodedModel m{quantConfig(shared), tempDir() + "/" + name + ".gguf",
+                 tempDir() + "/" + name + "-reference.bin"};
+  TensorMap values = syntheticTensors(m.config, seed, [](float x) { return x; }), stored;
+  writeBytes(m.model, llamaGgufBytes(m.config, values, type, 3, &stored));
+  writeLlama2cV1(m.reference, m.config, stored);
+  return m;
+}
+
 struct FileEncoding {
   const char *type; ///< encodeTensor's name, or "Q4_K_M".
   bool shared;      ///< The classifier shares the embedding.
@@ -41,14 +56,8 @@ class FileEncodings : public ::testing::TestWithParam<FileEncoding> {};
 
 TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
   const FileEncoding e = GetParam();
-  ModelConfig c = quantConfig(e.shared);
-  TensorMap values = syntheticTensors(c, 23, [](float x) { return x; });
-  TensorMap stored;
   std::string name = std::string("enc-") + e.type;
-  std::string model = tempDir() + "/" + name + ".gguf";
-  writeBytes(model, llamaGgufBytes(c, values, e.type, 3, &stored));
-  std::string reference = tempDir() + "/" + name + "-reference.bin";
-  writeLlama2cV1(reference, c, stored);
+  auto [c, model, reference] = encodedModel(name, e.type, e.shared, 23);
   std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                          "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
@@ -129,13 +138,7 @@ TEST(FileEncodings, WithoutQuantizedActivationsQ4_0ProductsTakeF32Inputs) {
   // input, so the artifact matches the oracle that does not round inputs,
   // as closely as any f32 product (1e-4). The rounding is visible: the two
   // oracles differ by more than that.
-  ModelConfig c = quantConfig(true);
-  TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
-  TensorMap stored;
-  std::string model = tempDir() + "/f32-inputs-q4_0.gguf";
-  writeBytes(model, llamaGgufBytes(c, values, "Q4_0", 3, &stored));
-  std::string reference = tempDir() + "/f32-inputs-q4_0-reference.bin";
-  writeLlama2cV1(reference, c, stored);
+  auto [c, model, reference] = encodedModel("f32-inputs-q4_0", "Q4_0", true, 31);
   auto plain = oracleFile(reference)();
   auto rounded = oracleFile(reference, matrixNames(c))();
   ASSERT_TRUE(plain.isOk() && rounded.isOk());
@@ -157,13 +160,7 @@ TEST(FileEncodings, WithoutQuantizedActivationsQ4_0ProductsTakeF32Inputs) {
 TEST(FileEncodings, Q8_0InputsWithoutInt8DotProductsFollowTheRounding) {
   // A CPU without VNNI (haswell: AVX2) rounds the inputs and multiplies
   // them as f32: the same rounded products as the int8 kernels.
-  ModelConfig c = quantConfig(false);
-  TensorMap values = syntheticTensors(c, 43, [](float x) { return x; });
-  TensorMap stored;
-  std::string model = tempDir() + "/q8-inputs-haswell.gguf";
-  writeBytes(model, llamaGgufBytes(c, values, "Q8_0", 3, &stored));
-  std::string reference = tempDir() + "/q8-inputs-haswell-reference.bin";
-  writeLlama2cV1(reference, c, stored);
+  auto [c, model, reference] = encodedModel("q8-inputs-haswell", "Q8_0", false, 43);
   std::string artifact =
       compileArtifact(model, syntheticTokenizer(c.vocabSize), "q8-inputs-haswell",
                       "--cpu=haswell --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");

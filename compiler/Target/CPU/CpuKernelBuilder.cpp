@@ -110,10 +110,11 @@ Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, V
 Value CpuKernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                                      OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                      Value init) const {
-  // The token rows rounded in vector registers (the neutral form's
-  // scalar loops cost a tenth of a prefill), then the decoding matmul.
-  return decodingMatMulRows(b, loc, weight, q8RoundTripRows(b, loc, input), firstRow, rows,
-                            liveRows, init);
+  // The live token rows rounded in vector registers (the neutral form's
+  // scalar loops cost a tenth of a prefill), then the decoding matmul: a
+  // batch of one rounds one row, not the step's T.
+  return decodingMatMulRows(b, loc, weight, q8RoundTripRows(b, loc, input, liveRows), firstRow,
+                            rows, liveRows, init);
 }
 
 bool CpuKernelBuilder::fitsMatMulTile(Value weight, Value input) const {

@@ -119,8 +119,10 @@ struct Int8Input {
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input);
 /// `input` ([T, K], K a multiple of 32) rounded to Q8_0 blocks and back to
 /// f32, as q8RoundTrip rounds it (ActivationQuantization.h), in vector
-/// registers (Int8DotMatVec.cpp).
-Value q8RoundTripRows(OpBuilder &b, Location loc, Value input);
+/// registers (Int8DotMatVec.cpp); with `liveRows`, only the first
+/// min(liveRows, T) rows (the others are left undefined, as a product over
+/// live rows never reads them).
+Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows);
 /// Rows [first, first + blocks * rowBlock) of W @ x into `init` as int8
 /// dot products (vpdpbusd) of the weights' blocks with `input`'s, each
 /// block's int32 sum scaled by both scales into f32 partial sums.

@@ -113,14 +113,17 @@ Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
   return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
 }
 
-Value q8RoundTripRows(OpBuilder &b, Location loc, Value input) {
+Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows) {
   auto type = cast<RankedTensorType>(input.getType());
   const int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
   auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
   Value init = tensor::EmptyOp::create(b, loc, type.getShape(), b.getF32Type());
+  Value rowCount = indexConstant(b, loc, tokens);
+  if (liveRows)
+    rowCount = arith::MinUIOp::create(b, loc, liveRows, rowCount);
   auto rows = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, tokens), indexConstant(b, loc, 1),
-      ValueRange{init}, [&](OpBuilder &nb, Location l, Value t, ValueRange out) {
+      b, loc, indexConstant(b, loc, 0), rowCount, indexConstant(b, loc, 1), ValueRange{init},
+      [&](OpBuilder &nb, Location l, Value t, ValueRange out) {
         auto blocks = scf::ForOp::create(
             nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, width),
             indexConstant(nb, l, kQ8Block), ValueRange{out[0]},
