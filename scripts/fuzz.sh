@@ -6,7 +6,8 @@
 # The artifact seed needs quill-compile (QUILL_COMPILE, default build/bin/).
 # `scripts/fuzz.sh --smoke` (what scripts/test.sh runs): a fixed number of
 # inputs from a fixed seed per target, so that the smoke is the same run
-# every time, and a crash it finds is found again.
+# every time, and a crash it finds is found again. Target names after the
+# first argument run only those (`scripts/fuzz.sh 600 gguf json`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit=(-max_total_time="${1:-60}")
@@ -28,7 +29,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json chat-template
-         completion-request)
+         completion-request tokenizer-codec run-options batch-file)
+if [ $# -gt 1 ]; then
+  for t in "${@:2}"; do
+    [[ " ${targets[*]} " == *" $t "* ]] || { echo "fuzz: no target $t (${targets[*]})"; exit 2; }
+  done
+  targets=("${@:2}")
+fi
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR="$root"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -60,6 +67,24 @@ printf '1{"messages":[{"role":"user","content":"hi"}],"n":2,"stream":true,"logit
   >"$seeds/completion-request/chat.json"
 printf '0{"prompt":[[1,4,5],[1,6]],"seed":7,"top_k":3,"min_p":0.1,"presence_penalty":1}' \
   >"$seeds/completion-request/token-prompts.json"
+# Tokenizer codec: the first byte picks the tokenizer (and text or ids).
+for pick in 0 1 2 3 4 5 7; do
+  { printf "\\x$(printf %02x "$pick")"
+    printf 'Once upon a time, caf\xc3\xa9 <|end|> 12345!\n\n  hello world'; } \
+    >"$seeds/tokenizer-codec/pick-$pick.txt"
+done
+if [ -f "$models/stories260K/expected-greedy-200.txt" ]; then
+  { printf '\x00'; cat "$models/stories260K/expected-greedy-200.txt"; } \
+    >"$seeds/tokenizer-codec/story.txt"
+fi
+# quill-run's argv after the program name, NUL-separated.
+printf '%s\0' m.qm --temp 0.7 --top-k 40 --top-p 0.9 --min-p 0.05 --seed 3 \
+  >"$seeds/run-options/sampling.txt"
+printf '%s\0' m.qm --repeat-penalty 1.1 --logit-bias 3=-inf --samplers 'top-k;temp' \
+  --logprobs 2 --json >"$seeds/run-options/penalties.txt"
+printf '%s\0' m.qm --beams 4 --length-penalty 0.5 --num-return 2 --batch 1,4 \
+  >"$seeds/run-options/beams.txt"
+printf 'Once upon a time\r\n\nhello\nworld\n' >"$seeds/batch-file/prompts.txt"
 compile=${QUILL_COMPILE:-build/bin/quill-compile}
 if [ -x "$compile" ] && [ -f "$models/stories260K/stories260K.bin" ]; then
   "$compile" "$models/stories260K/stories260K.bin" \

@@ -1,12 +1,13 @@
 // --batch-file and --bench --batch.
 #include "BatchMode.h"
 
+#include "BatchFile.h"
+
 #include "ResultJson.h"
 
 #include "runtime/bench/BatchBench.h"
 #include "runtime/scheduler/BatchScheduler.h"
 #include "runtime/support/Json.h"
-#include "runtime/support/ReadFile.h"
 #include "runtime/support/SplitMix64.h"
 
 #include <algorithm>
@@ -20,27 +21,6 @@ namespace {
 int fail(const std::string &message) {
   std::fprintf(stderr, "quill-run: %s\n", message.c_str());
   return 1;
-}
-
-/// One prompt per line; a final newline does not start another prompt.
-ErrorOr<std::vector<std::string>> readPrompts(const std::string &path) {
-  auto text = readSmallFile(path, kMaxBatchFileBytes, "batch file");
-  if (!text)
-    return text.status();
-  std::vector<std::string> prompts;
-  for (size_t begin = 0; begin < text->size();) {
-    size_t end = text->find('\n', begin);
-    if (end == std::string::npos)
-      end = text->size();
-    std::string line = text->substr(begin, end - begin);
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    prompts.push_back(std::move(line));
-    begin = end + 1;
-  }
-  if (prompts.empty())
-    return Status::error("the batch file " + path + " has no prompts");
-  return prompts;
 }
 
 double mib(uint64_t bytes) { return bytes / (1024.0 * 1024.0); }
