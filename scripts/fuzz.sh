@@ -30,6 +30,7 @@ fi
 
 targets=(gguf llama2c safetensors hf-tokenizer tokenizer-bin artifact json chat-template
          completion-request tokenizer-codec run-options batch-file)
+all_targets=("${targets[@]}")
 if [ $# -gt 1 ]; then
   for t in "${@:2}"; do
     [[ " ${targets[*]} " == *" $t "* ]] || { echo "fuzz: no target $t (${targets[*]})"; exit 2; }
@@ -47,7 +48,8 @@ cmake --build build-fuzz -j "${QUILL_FUZZ_JOBS:-2}" --target "${targets[@]/#/qui
 # Seeds: the shared stories260K files, and the tests' own regressions.
 seeds=build-fuzz/seeds
 rm -rf "$seeds"
-for t in "${targets[@]}"; do mkdir -p "$seeds/$t" "tests/fuzz/regressions/$t"; done
+# Every target's seed folder exists, so that a subset run writes all seeds.
+for t in "${all_targets[@]}"; do mkdir -p "$seeds/$t" "tests/fuzz/regressions/$t"; done
 seed() { [ -f "$2" ] && cp "$2" "$seeds/$1/"; return 0; }
 seed gguf "$models/stories260K/stories260K.gguf"
 seed llama2c "$models/stories260K/stories260K.bin"

@@ -198,10 +198,14 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   std::optional<llvm::StringRef> emit;
   if (options.emit)
     emit = *options.emit;
-  // The CPU's kernel library states what each kernel may be dispatched with.
-  if (!options.emit && target->name() == "cpu")
-    if (Status s = addKernelContracts(*module, *extracted, config); !s)
+  // The kernel library states what each kernel may be dispatched with.
+  if (!options.emit) {
+    auto contracts = collectKernelContracts(*extracted, config);
+    if (!contracts)
+      return contracts.status();
+    if (Status s = target->addKernelContracts(*module, *contracts); !s)
       return s;
+  }
   auto payload = target->finish(*module, options.pipeline, emit, out, dump);
   if (!payload)
     return Status::error(options.modelPath + ": " + payload.message());

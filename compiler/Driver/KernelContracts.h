@@ -1,19 +1,19 @@
 // The kernel library's statement of what each kernel may be dispatched with
-// (runtime/artifact/KernelContract.h), added to the kernels' module as data.
+// (runtime/artifact/KernelContract.h), gathered from the compiled schedules;
+// each target adds it to its kernels as data (Target::addKernelContracts).
 #pragma once
 
 #include "compiler/Driver/ScheduleExtraction.h"
+#include "compiler/Target/Target.h"
 #include "runtime/artifact/ModelConfig.h"
-
-#include "mlir/IR/BuiltinOps.h"
 
 namespace quill {
 
-/// Adds `quill_contract_K` for every dispatched kernel K and
-/// `quill_model_limits` to `module` (LLVM dialect), from the schedules the
-/// compiler built (the batch layout complete). Fails when two dispatches of one kernel disagree
-/// (then no single contract is true of the kernel).
-Status addKernelContracts(mlir::ModuleOp module, const ExtractedSchedule &schedules,
-                          const ModelConfig &config);
+/// The contract of every dispatched kernel and the model limits, from the
+/// schedules the compiler built (the batch layout complete). Fails when two
+/// dispatches of one kernel disagree (then no single contract is true of
+/// the kernel).
+ErrorOr<KernelContractTable> collectKernelContracts(const ExtractedSchedule &schedules,
+                                                    const ModelConfig &config);
 
 } // namespace quill

@@ -16,7 +16,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +32,14 @@ struct TargetPayload {
   SectionKind kind;
   std::vector<uint8_t> bytes;
   std::string description;
+};
+
+/// What the kernel library states of its kernels, as the runtime reads it
+/// (runtime/artifact/KernelContract.h): each dispatched kernel's contract
+/// words, and the model limits' words.
+struct KernelContractTable {
+  std::map<std::string, std::vector<int64_t>> kernels;
+  std::vector<int64_t> modelLimits;
 };
 
 /// Receives text produced after the MLIR stages (LLVM IR, assembly) for
@@ -62,6 +72,12 @@ public:
   /// Adds the passes of MLIR stage `stage` (one of stages()).
   virtual mlir::LogicalResult addStagePasses(mlir::OpPassManager &pm, llvm::StringRef stage,
                                              const PipelineOptions &options) const = 0;
+
+  /// After the MLIR stages, before finish: adds `contracts` to the kernels
+  /// as data their library exports, under the names the runtime looks up
+  /// (kKernelContractPrefix + kernel, kModelLimitsSymbol).
+  virtual Status addKernelContracts(mlir::ModuleOp module,
+                                    const KernelContractTable &contracts) const = 0;
 
   /// After the MLIR stages: with `emit` (a stage printsModuleAt rejects),
   /// prints that stage to `out` and returns no payload; else returns the

@@ -242,7 +242,7 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
     const Dispatch &d = s.dispatches[i];
     if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 || (d.liveRows && !batch) ||
-        d.bindings.empty() || d.bindings.size() > 64)
+        d.bindings.empty() || d.bindings.size() > kMaxBindingsPerDispatch)
       return Status::error("schedule dispatch " + std::to_string(i) + " is malformed");
     for (const Binding &b : d.bindings) {
       if (!inside(b))

@@ -78,6 +78,9 @@ struct Binding {
 
 /// One kernel launch: kernel(bindings, token, pos, begin, end) over disjoint
 /// ranges covering [0, work), split in multiples of grain.
+/// The most bindings a dispatch may have (the writes mask has 64 bits).
+constexpr size_t kMaxBindingsPerDispatch = 64;
+
 struct Dispatch {
   uint32_t kernel = 0; ///< Index into Schedule::kernels.
   int64_t work = 1;

@@ -27,7 +27,8 @@ const char *const kLimitNames[] = {"version",
                                    "batch tokens offset",
                                    "batch positions offset",
                                    "batch tables offset"};
-constexpr size_t kLimitWords = sizeof(kLimitNames) / sizeof(kLimitNames[0]);
+constexpr size_t kLimitWords = kModelLimitWords;
+static_assert(sizeof(kLimitNames) / sizeof(kLimitNames[0]) == kModelLimitWords);
 } // namespace
 
 std::vector<int64_t> modelLimitWords(const ModelConfig &config, const Schedule *prefill,
@@ -68,6 +69,26 @@ Status checkDispatchContract(const Dispatch &d, size_t index, const std::string 
       return fail(which + " memory space", static_cast<int64_t>(b.space), contract[5 + 2 * i]);
     if (static_cast<int64_t>(b.bytes) != contract[6 + 2 * i])
       return fail(which + " bytes", static_cast<int64_t>(b.bytes), contract[6 + 2 * i]);
+  }
+  return Status::ok();
+}
+
+bool isWholeContract(const int64_t *words, size_t count) {
+  return count >= kContractHeaderWords && words[4] >= 0 &&
+         uint64_t(words[4]) == (count - kContractHeaderWords) / 2 &&
+         (count - kContractHeaderWords) % 2 == 0;
+}
+
+Status checkScheduleContracts(const Schedule &schedule, const std::string &what,
+                              const ContractLookup &lookup) {
+  for (size_t i = 0; i < schedule.dispatches.size(); ++i) {
+    const Dispatch &d = schedule.dispatches[i];
+    const std::string &name = schedule.kernels[d.kernel];
+    const int64_t *contract = lookup(name);
+    if (!contract)
+      return Status::error("the kernel library states no contract for kernel " + name);
+    if (Status s = checkDispatchContract(d, i, name, contract); !s)
+      return Status::error(what + s.message());
   }
   return Status::ok();
 }

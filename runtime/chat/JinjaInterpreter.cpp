@@ -2,6 +2,8 @@
 // expression evaluator (operators are in JinjaOperators.cpp).
 #include "runtime/chat/JinjaInterpreter.h"
 
+#include <algorithm>
+
 namespace quill::jinja {
 
 Value *Scope::find(const std::string &name) {
@@ -52,6 +54,10 @@ std::string Interpreter::render(const std::vector<std::pair<std::string, Value>>
     scope_->set(name, value);
   std::string out;
   out_ = &out;
+  struct BreakCycles {
+    Interpreter &i;
+    ~BreakCycles() { i.breakCycles(); }
+  } breakCycles{*this};
   try {
     exec(program_);
   } catch (const TemplateError &e) {
@@ -59,6 +65,40 @@ std::string Interpreter::render(const std::vector<std::pair<std::string, Value>>
     throw TemplateError("line " + std::to_string(line_) + ": " + message);
   }
   return out;
+}
+
+template <typename T>
+void Interpreter::track(Tracked<T> &tracked, const std::shared_ptr<T> &object) {
+  if (object->tracked)
+    return;
+  object->tracked = true;
+  // Dropping the expired entries when the list reaches twice what was alive
+  // at the last sweep keeps it within twice the live objects, at O(1) each.
+  auto &objects = tracked.objects;
+  if (objects.size() >= tracked.sweepAt) {
+    objects.erase(std::remove_if(objects.begin(), objects.end(),
+                                 [](const std::weak_ptr<T> &o) { return o.expired(); }),
+                  objects.end());
+    tracked.sweepAt = std::max<size_t>(64, 2 * objects.size());
+  }
+  objects.push_back(object);
+}
+
+void Interpreter::breakCycles() {
+  scope_.reset();
+  for (auto &weak : closureScopes_.objects)
+    if (auto scope = weak.lock()) {
+      auto doomed = std::move(scope->vars);
+      scope->vars.clear();
+      scope->parent.reset();
+    }
+  for (auto &weak : assignedNamespaces_.objects)
+    if (auto ns = weak.lock()) {
+      auto doomed = std::move(ns->attrs);
+      ns->attrs.clear();
+    }
+  closureScopes_ = {};
+  assignedNamespaces_ = {};
 }
 
 std::string Interpreter::capture(const Body &body, std::shared_ptr<Scope> scope) {
@@ -140,6 +180,7 @@ Interpreter::Flow Interpreter::exec(const Stmt &s) {
       if (!target.isNamespace() || target.asNamespace().typeName != "Namespace")
         fail("cannot assign attribute on non-namespace object");
       target.asNamespace().set(s.targets[1], eval(*s.expr));
+      track(assignedNamespaces_, target.sharedNamespace());
     } else {
       assign(s.targets, eval(*s.expr));
     }
@@ -249,6 +290,7 @@ void Interpreter::execFor(const Stmt &s) {
 Value Interpreter::defineMacro(const Stmt &s) {
   const Stmt *macro = &s;
   std::shared_ptr<Scope> closure = scope_;
+  track(closureScopes_, closure);
   return Value::function(s.text, [this, macro, closure](Interpreter &, CallArgs &args) {
     if (callDepth_ >= limits_.maxCallDepth)
       fail("macro calls nested too deeply (more than " + std::to_string(limits_.maxCallDepth) +

@@ -30,6 +30,7 @@ struct RenderLimits {
 struct Scope {
   std::vector<std::pair<std::string, Value>> vars;
   std::shared_ptr<Scope> parent;
+  bool tracked = false; ///< Known to the interpreter's cycle breaker.
   Value *find(const std::string &name);
   void set(const std::string &name, Value value);
 };
@@ -82,6 +83,12 @@ private:
   Value applyFilterExpr(const Expr &e, Value subject);
   CallArgs evalArgs(const Expr &e, size_t firstArg);
   Value slice(const Value &object, const Expr &sliceExpr);
+  template <typename T> struct Tracked {
+    std::vector<std::weak_ptr<T>> objects;
+    size_t sweepAt = 64;
+  };
+  template <typename T> void track(Tracked<T> &tracked, const std::shared_ptr<T> &object);
+  void breakCycles();
 
   const Body &program_;
   RenderLimits limits_;
@@ -90,6 +97,13 @@ private:
   int line_ = 0;
   int callDepth_ = 0;
   uint64_t steps_ = 0;
+  // Reference cycles a render can build: a macro's closure holds the scope
+  // that holds the macro, and `{% set ns.self = ns %}`. Lists and dicts are
+  // immutable, so every cycle passes through a macro's closure scope or an
+  // assigned namespace; breakCycles() empties those when a render ends, so
+  // that rendering frees everything it made (a server renders forever).
+  Tracked<Scope> closureScopes_;
+  Tracked<NamespaceObject> assignedNamespaces_;
 };
 
 /// Binds call arguments to named parameters as Python does, for builtins.

@@ -69,6 +69,9 @@ bool Value::isTuple() const { return isList() && static_cast<ListObject *>(objec
 const std::vector<Value> &Value::items() const {
   return static_cast<ListObject *>(object_.get())->items;
 }
+std::shared_ptr<NamespaceObject> Value::sharedNamespace() const {
+  return std::static_pointer_cast<NamespaceObject>(object_);
+}
 const DictObject &Value::asDict() const { return *static_cast<DictObject *>(object_.get()); }
 const FunctionObject &Value::asFunction() const {
   return *static_cast<FunctionObject *>(object_.get());

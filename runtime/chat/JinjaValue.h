@@ -88,6 +88,8 @@ public:
   const DictObject &asDict() const;         ///< Dict.
   const FunctionObject &asFunction() const; ///< Function.
   NamespaceObject &asNamespace() const;     ///< Namespace.
+  /// The namespace object, shared (Namespace only).
+  std::shared_ptr<NamespaceObject> sharedNamespace() const;
 
   /// Python's bool(x).
   bool truthy() const;
@@ -146,6 +148,7 @@ struct NamespaceObject {
   std::vector<std::pair<std::string, Value>> attrs;
   std::string typeName; ///< "Namespace", or "LoopContext" (read-only).
   int depth = 1;
+  bool tracked = false; ///< Known to the interpreter's cycle breaker.
   Value *find(std::string_view name);
   void set(const std::string &name, Value value);
 };

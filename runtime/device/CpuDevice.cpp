@@ -49,23 +49,6 @@ std::unique_ptr<uint8_t, void (*)(void *)> zeroedBuffer(uint64_t bytes) {
 }
 } // namespace
 
-namespace {
-/// The schedule is data; the kernels say what they may be dispatched with.
-Status checkContracts(const KernelLibrary &library, const Schedule &schedule,
-                      const std::string &what) {
-  for (size_t i = 0; i < schedule.dispatches.size(); ++i) {
-    const Dispatch &d = schedule.dispatches[i];
-    const std::string &name = schedule.kernels[d.kernel];
-    const int64_t *contract = library.lookupWords(kKernelContractPrefix + name);
-    if (!contract)
-      return Status::error("the kernel library states no contract for kernel " + name);
-    if (Status s = checkDispatchContract(d, i, name, contract); !s)
-      return Status::error(what + s.message());
-  }
-  return Status::ok();
-}
-} // namespace
-
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
   // Kernels keep their temporaries on the stack (a prefill chunk of a large
@@ -93,7 +76,12 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
         std::pair{artifact.batchSchedule() ? &artifact.batchSchedule()->schedule : nullptr,
                   "batch "}})
     if (schedule)
-      if (Status s = checkContracts(*library, *schedule, what); !s)
+      if (Status s =
+              checkScheduleContracts(*schedule, what,
+                                     [&](const std::string &name) {
+                                       return library->lookupWords(kKernelContractPrefix + name);
+                                     });
+          !s)
         return Status::error(artifact.path() + ": " + s.message());
   std::unique_ptr<CpuDevice> device(new CpuDevice(artifact, library.take(), arena));
 

@@ -1,6 +1,8 @@
 // Kernel launches on an NVIDIA GPU through the CUDA driver API.
 #include "runtime/device/CudaDevice.h"
 
+#include "runtime/artifact/KernelContract.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,6 +73,8 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
                           artifact.path() + ": the PTX does not load");
       !s)
     return s;
+  if (Status s = d->checkContracts(); !s)
+    return Status::error(artifact.path() + ": " + s.message());
 
   const Schedule &step = artifact.schedule();
   const Schedule *prefill = artifact.prefillSchedule();
@@ -112,6 +116,65 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
   if (Status s = cu.check(cu.ctxSynchronize(), "preparing the GPU's memory"); !s)
     return s;
   return d;
+}
+
+ErrorOr<std::vector<int64_t>> CudaDevice::readWords(const std::string &symbol,
+                                                    size_t maxWords) const {
+  CudaDriver::DevicePtr address = 0;
+  size_t bytes = 0;
+  if (driver_.moduleGetGlobal(&address, &bytes, module_, symbol.c_str()) != 0)
+    return Status::error("the PTX states no " + symbol);
+  if (bytes == 0 || bytes % sizeof(int64_t) != 0 || bytes / sizeof(int64_t) > maxWords)
+    return Status::error("the PTX's " + symbol + " has " + std::to_string(bytes) +
+                         " bytes, not an int64 array of at most " + std::to_string(maxWords));
+  std::vector<int64_t> words(bytes / sizeof(int64_t));
+  if (Status s = driver_.check(driver_.memcpyDtoH(words.data(), address, bytes),
+                               "reading " + symbol + " from the GPU");
+      !s)
+    return s;
+  return words;
+}
+
+Status CudaDevice::checkContracts() const {
+  auto limits = readWords(kModelLimitsSymbol, kModelLimitWords);
+  if (!limits)
+    return limits.status();
+  if (limits->size() != kModelLimitWords)
+    return Status::error(std::string("the PTX's ") + kModelLimitsSymbol + " has " +
+                         std::to_string(limits->size()) + " words, not " +
+                         std::to_string(kModelLimitWords));
+  // The CUDA device runs no batch step.
+  if (Status s = checkModelLimits(artifact_.config(), artifact_.prefillSchedule(), nullptr,
+                                  limits->data());
+      !s)
+    return s;
+  for (auto [schedule, what] :
+       {std::pair{&artifact_.schedule(), ""}, std::pair{artifact_.prefillSchedule(), "prefill "}}) {
+    if (!schedule)
+      continue;
+    // Each kernel's words, read once and whole before any is checked.
+    std::map<std::string, std::vector<int64_t>> contracts;
+    for (const std::string &kernel : schedule->kernels) {
+      // A header and one pair per binding, of the bindings a dispatch has.
+      auto words = readWords(kKernelContractPrefix + kernel,
+                             kContractHeaderWords + 2 * kMaxBindingsPerDispatch);
+      if (!words)
+        return words.status();
+      if (!isWholeContract(words->data(), words->size()))
+        return Status::error("the PTX's contract for kernel " + kernel + " is not whole (" +
+                             std::to_string(words->size()) + " words)");
+      contracts[kernel] = words.take();
+    }
+    if (Status s = checkScheduleContracts(*schedule, what,
+                                          [&](const std::string &name) -> const int64_t * {
+                                            auto it = contracts.find(name);
+                                            return it == contracts.end() ? nullptr
+                                                                         : it->second.data();
+                                          });
+        !s)
+      return s;
+  }
+  return Status::ok();
 }
 
 Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,

@@ -65,6 +65,13 @@ private:
   struct Schedules;
 
   CudaDevice(const Artifact &artifact, CudaDriver driver, bool cudaGraphs);
+  /// Holds the configuration and every dispatch to what the PTX's own
+  /// `quill_model_limits` and `quill_contract_K` arrays state (see
+  /// runtime/artifact/KernelContract.h), before anything is launched.
+  Status checkContracts() const;
+  /// The int64 words of the PTX's global `symbol`; fails when it is absent
+  /// or holds more than `maxWords`.
+  ErrorOr<std::vector<int64_t>> readWords(const std::string &symbol, size_t maxWords) const;
   Status resolve(const Schedule &schedule, std::vector<Launch> &launches,
                  CudaDriver::DevicePtr &logits);
   /// Writes token and pos to the step arguments, runs the launches (the

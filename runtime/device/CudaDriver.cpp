@@ -34,6 +34,7 @@ ErrorOr<CudaDriver> CudaDriver::load() {
   bind(d.moduleLoadData, "cuModuleLoadData");
   bind(d.moduleUnload, "cuModuleUnload");
   bind(d.moduleGetFunction, "cuModuleGetFunction");
+  bind(d.moduleGetGlobal, "cuModuleGetGlobal_v2");
   bind(d.funcGetAttribute, "cuFuncGetAttribute");
   bind(d.memAlloc, "cuMemAlloc_v2");
   bind(d.memFree, "cuMemFree_v2");

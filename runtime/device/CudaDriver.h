@@ -25,6 +25,7 @@ struct CudaDriver {
   Result (*moduleLoadData)(void **, const void *) = nullptr;
   Result (*moduleUnload)(void *) = nullptr;
   Result (*moduleGetFunction)(void **, void *, const char *) = nullptr;
+  Result (*moduleGetGlobal)(DevicePtr *, size_t *, void *, const char *) = nullptr;
   Result (*funcGetAttribute)(int *, int, void *) = nullptr;
   Result (*memAlloc)(DevicePtr *, size_t) = nullptr;
   Result (*memFree)(DevicePtr) = nullptr;

@@ -6,10 +6,12 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/device/CpuDevice.h"
+#include "runtime/device/CudaDevice.h"
 #include "runtime/support/ByteStream.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -254,6 +256,138 @@ TEST(HostileArtifact, QuillRunRefusesAnEditInOneLine) {
                          [](Schedule &schedule) { schedule.dispatches[3].work += 1; });
   CommandResult r =
       run(quote(tool("quill-run")) + " " + quote(writeSections(sections, "tool")) + " -n 4");
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_NE(r.err.find("dispatch 3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+// The same checks for a CUDA artifact: its PTX states the contracts as
+// .global arrays, which the device reads back through the driver before
+// the first launch. The stand-in driver (tests/mock_cuda) holds them as
+// the real one does, in device memory.
+
+/// The model of goodArtifact() compiled for CUDA (decode and prefill).
+const std::string &goodCudaArtifact() {
+  static std::string path = compileSynthetic(llamaShape(64, 172, 2, 4, 2, 320, 32), "hostile-cuda",
+                                             "--target=cuda --prefill-chunk 4");
+  return path;
+}
+
+/// Loads `path` and sets up the CUDA device on the stand-in driver: the
+/// message of the first refusal, or "" when everything was accepted.
+std::string cudaLoadError(const std::string &path) {
+  const char *before = std::getenv("QUILL_CUDA_DRIVER");
+  std::string saved = before ? before : "";
+  setenv("QUILL_CUDA_DRIVER", QUILL_MOCK_CUDA, 1);
+  std::string error;
+  if (auto artifact = Artifact::open(path); !artifact)
+    error = artifact.message();
+  else if (auto device = CudaDevice::create(*artifact); !device)
+    error = device.message();
+  if (before)
+    setenv("QUILL_CUDA_DRIVER", saved.c_str(), 1);
+  else
+    unsetenv("QUILL_CUDA_DRIVER");
+  return error;
+}
+
+const SectionKind kCudaScheduleKinds[] = {SectionKind::Schedule, SectionKind::PrefillSchedule};
+
+TEST(HostileCudaArtifact, TheUneditedArtifactLoadsAndItsPtxStatesEveryContract) {
+  ASSERT_FALSE(goodCudaArtifact().empty());
+  EXPECT_EQ(cudaLoadError(goodCudaArtifact()), "");
+  std::vector<Section> sections = readSections(goodCudaArtifact());
+  const std::vector<uint8_t> &ptx = sectionOf(sections, SectionKind::GpuKernels).bytes;
+  std::string text(ptx.begin(), ptx.end());
+  EXPECT_NE(text.find(".visible .global .align 8 .b64 quill_model_limits[11] = {1, 320, 32, 4, "),
+            std::string::npos);
+  for (SectionKind kind : kCudaScheduleKinds) {
+    Schedule schedule = scheduleIn(kind, sectionOf(sections, kind).bytes);
+    for (const Dispatch &d : schedule.dispatches) {
+      // Version, work, live rows, writes mask, binding count: as dispatched
+      // (the words as unsigned 64-bit values).
+      std::string words = "quill_contract_" + schedule.kernels[d.kernel] + "[" +
+                          std::to_string(5 + 2 * d.bindings.size()) + "] = {1, " +
+                          std::to_string(d.work) + ", 0, " + std::to_string(d.writes) + ", " +
+                          std::to_string(d.bindings.size()) + ", ";
+      EXPECT_NE(text.find(words), std::string::npos) << words;
+    }
+  }
+}
+
+TEST(HostileCudaArtifact, EveryWorkCountAndBindingEditIsRefused) {
+  std::vector<Section> original = readSections(goodCudaArtifact());
+  for (SectionKind kind : kCudaScheduleKinds) {
+    const size_t count = scheduleIn(kind, sectionOf(original, kind).bytes).dispatches.size();
+    ASSERT_GT(count, 3u);
+    for (size_t i = 0; i < count; ++i) {
+      auto edited = [&](const ScheduleEdit &edit) {
+        std::vector<Section> sections = original;
+        Section &s = sectionOf(sections, kind);
+        s.bytes = editSchedule(kind, s.bytes, edit);
+        return cudaLoadError(writeSections(sections, "cuda-edit"));
+      };
+      std::string work = edited([&](Schedule &schedule) { schedule.dispatches[i].work += 1; });
+      EXPECT_NE(work.find("work count"), std::string::npos)
+          << "section " << int(kind) << " dispatch " << i << ": " << work;
+      // Smaller stays inside the memory plan: only the contract sees it.
+      std::string bytes =
+          edited([&](Schedule &schedule) { schedule.dispatches[i].bindings[0].bytes -= 4; });
+      EXPECT_NE(bytes.find("binding 0 bytes"), std::string::npos)
+          << "section " << int(kind) << " dispatch " << i << ": " << bytes;
+    }
+  }
+}
+
+TEST(HostileCudaArtifact, ConfigMustMatchThePtxAndContractsMustBeThere) {
+  std::vector<Section> original = readSections(goodCudaArtifact());
+  std::vector<Section> sections = original;
+  Section &c = sectionOf(sections, SectionKind::Config);
+  auto config = decodeConfig(c.bytes.data(), c.bytes.size());
+  ASSERT_TRUE(config.isOk());
+  config->seqLen = 31;
+  c.bytes = encodeConfig(*config);
+  std::string shorter = cudaLoadError(writeSections(sections, "cuda-config"));
+  EXPECT_NE(shorter.find("context is 31, the kernels were compiled for 32"), std::string::npos)
+      << shorter;
+
+  // PTX without the contracts (as an older compiler wrote it): refused.
+  sections = original;
+  std::vector<uint8_t> &ptx = sectionOf(sections, SectionKind::GpuKernels).bytes;
+  std::string text(ptx.begin(), ptx.end());
+  size_t contracts = text.find(".visible .global .align 8 .b64 quill_");
+  ASSERT_NE(contracts, std::string::npos);
+  ptx.assign(text.begin(), text.begin() + contracts);
+  std::string none = cudaLoadError(writeSections(sections, "cuda-no-contracts"));
+  EXPECT_NE(none.find("the PTX states no quill_"), std::string::npos) << none;
+
+  // A contract that claims more bindings than it holds.
+  sections = original;
+  std::vector<uint8_t> &cut = sectionOf(sections, SectionKind::GpuKernels).bytes;
+  text.assign(cut.begin(), cut.end());
+  size_t first = text.find("quill_contract_");
+  size_t open = text.find('[', first), close = text.find(']', first);
+  size_t brace = text.find('{', first), end = text.find("};", first);
+  ASSERT_TRUE(open < close && close < brace && brace < end);
+  int words = std::stoi(text.substr(open + 1, close - open - 1));
+  // Drop the last binding pair from the initializer and the length.
+  std::string body = text.substr(brace + 1, end - brace - 1);
+  for (int i = 0; i < 2; ++i)
+    body.erase(body.rfind(','));
+  text = text.substr(0, open + 1) + std::to_string(words - 2) + "] = {" + body + text.substr(end);
+  cut.assign(text.begin(), text.end());
+  std::string partial = cudaLoadError(writeSections(sections, "cuda-partial"));
+  EXPECT_NE(partial.find("is not whole"), std::string::npos) << partial;
+}
+
+TEST(HostileCudaArtifact, QuillRunRefusesAnEditInOneLine) {
+  std::vector<Section> sections = readSections(goodCudaArtifact());
+  Section &s = sectionOf(sections, SectionKind::Schedule);
+  s.bytes = editSchedule(SectionKind::Schedule, s.bytes,
+                         [](Schedule &schedule) { schedule.dispatches[3].work += 1; });
+  CommandResult r =
+      run("QUILL_CUDA_DRIVER=" + quote(QUILL_MOCK_CUDA) + " " + quote(tool("quill-run")) + " " +
+          quote(writeSections(sections, "cuda-tool")) + " --device cuda -n 4");
   EXPECT_EQ(r.exitCode, 1) << r.err;
   EXPECT_NE(r.err.find("dispatch 3"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;

@@ -26,6 +26,9 @@ std::string tool(const std::string &name) {
   // $QUILL_BIN_DIR: the tools elsewhere than the build tree (a copy carried
   // to a GPU machine, see scripts/gpu/).
   const char *dir = std::getenv("QUILL_BIN_DIR");
+  // The MLIR tools: a sanitizer build has none and uses a release build's.
+  if (name == "quill-compile" || name == "quill-opt")
+    return std::string(dir && *dir ? dir : QUILL_COMPILER_BIN_DIR) + "/" + name;
   return std::string(dir && *dir ? dir : QUILL_BIN_DIR) + "/" + name;
 }
 

@@ -10,7 +10,9 @@ namespace quill::test {
 
 /// ../shared/models/... path, or "" when ../shared is absent.
 std::string sharedModel(const std::string &relative);
-/// build/bin/NAME, or $QUILL_BIN_DIR/NAME when that is set.
+/// build/bin/NAME, or $QUILL_BIN_DIR/NAME when that is set. quill-compile
+/// and quill-opt come from QUILL_COMPILER_BIN_DIR, a release build's, in a
+/// sanitizer build.
 std::string tool(const std::string &name);
 /// A fresh directory under the system temp dir, removed at exit.
 std::string tempDir();

@@ -1,6 +1,7 @@
 // libFuzzer target: quill-run's flags (parseRunOptions), and the sampler
 // chain built from the sampling flags it accepts. The input is argv after
-// the program name, NUL-separated. Whatever the parser accepts must pass
+// the program name, NUL-separated. Whatever the parser accepts (other than
+// --help, which prints the usage and ignores the other flags) must pass
 // validate() and, for a 512-token vocabulary, either be refused by
 // validateForVocabulary or build a chain whose every pick is in the
 // vocabulary (or -1, nothing left to pick).
@@ -39,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     argv.push_back(a.data());
   argv.push_back(nullptr);
   auto options = quill::parseRunOptions(int(args.size()), argv.data());
-  if (!options)
+  if (!options || options->help)
     return 0;
   if (!quill::validate(options->sampling))
     fail();

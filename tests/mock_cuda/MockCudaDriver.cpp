@@ -10,6 +10,9 @@
 // every call that needs one checks for a current context (per thread). Any
 // violation prints one "mock-cuda:" line and fails the call.
 //
+// A module's initialized int64 arrays (the kernels' contracts) live in
+// device memory, found by cuModuleGetGlobal.
+//
 // MOCK_CUDA_FAIL=init makes cuInit report that there is no device, and
 // MOCK_CUDA_FAIL=launch makes the fourth kernel run fail: a direct launch
 // returns the error, a graph's replay makes the stream's next
@@ -52,8 +55,15 @@ struct Entry {
 /// and launch calls fail without one, as the driver's do.
 thread_local void *current = nullptr;
 
+/// A `.global .b64 name[n] = {...}` of the module, in "device memory".
+struct Global {
+  std::string name;
+  uint64_t address = 0, bytes = 0;
+};
+
 struct Module {
   std::vector<Entry> entries;
+  std::vector<Global> globals;
 };
 
 /// A checked launch: its entry, parameter values and grid.
@@ -82,6 +92,7 @@ struct Graph {
 struct State {
   std::mutex mutex;
   std::map<uint64_t, uint64_t> allocations; ///< Base → bytes.
+  std::set<uint64_t> globals;               ///< Those that are modules' globals.
   uint64_t inUse = 0;
   uint64_t launches = 0, toDevice = 0, fromDevice = 0, failures = 0;
   std::set<const void *> streams, graphs, execs, events; ///< Live handles (leaks count too).
@@ -122,6 +133,69 @@ bool inside(uint64_t p, uint64_t bytes) {
   return p >= it->first && p + bytes <= it->first + it->second;
 }
 
+/// Device memory of `bytes` (cuMemAlloc's, or a module's global).
+bool allocate(uint64_t &p, uint64_t bytes) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (bytes == 0 || s.inUse + bytes > memoryBytes())
+    return false;
+  void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!memory)
+    return false;
+  p = reinterpret_cast<uintptr_t>(memory);
+  s.allocations[p] = bytes;
+  s.inUse += bytes;
+  return true;
+}
+
+bool release(uint64_t p) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(p);
+  if (it == s.allocations.end())
+    return false;
+  s.inUse -= it->second;
+  s.allocations.erase(it);
+  std::free(reinterpret_cast<void *>(uintptr_t(p)));
+  return true;
+}
+
+/// The module's initialized 64-bit arrays (`.visible .global .align 8 .b64
+/// name[n] = {w, ...};`), each placed in device memory with its words;
+/// false for one whose initializer does not hold n integers.
+bool parseGlobals(const std::string &ptx, Module &module) {
+  const std::string marker = ".visible .global .align 8 .b64 ";
+  for (size_t at = ptx.find(marker); at != std::string::npos; at = ptx.find(marker, at + 1)) {
+    size_t nameStart = at + marker.size();
+    size_t open = ptx.find('[', nameStart), brace = ptx.find('{', nameStart),
+           end = ptx.find("};", nameStart);
+    if (open == std::string::npos || brace == std::string::npos || end == std::string::npos ||
+        !(open < brace && brace < end))
+      return false;
+    uint64_t count = std::strtoull(ptx.c_str() + open + 1, nullptr, 10);
+    std::vector<int64_t> words;
+    const char *p = ptx.c_str() + brace + 1;
+    while (p < ptx.c_str() + end) {
+      char *next = nullptr;
+      words.push_back(int64_t(std::strtoull(p, &next, 10)));
+      if (next == p)
+        return false;
+      p = next;
+      while (*p == ',' || *p == ' ')
+        ++p;
+    }
+    if (words.size() != count)
+      return false;
+    Global g{ptx.substr(nameStart, open - nameStart), 0, count * sizeof(int64_t)};
+    if (!allocate(g.address, g.bytes))
+      return false;
+    std::memcpy(reinterpret_cast<void *>(uintptr_t(g.address)), words.data(), g.bytes);
+    state().globals.insert(g.address);
+    module.globals.push_back(g);
+  }
+  return true;
+}
+
 /// The entries of a PTX module and which of their parameters are pointers.
 bool parsePtx(const char *text, Module &module) {
   std::string ptx(text);
@@ -147,7 +221,7 @@ bool parsePtx(const char *text, Module &module) {
     }
     module.entries.push_back(std::move(entry));
   }
-  return !module.entries.empty();
+  return !module.entries.empty() && parseGlobals(ptx, module);
 }
 
 } // namespace
@@ -223,6 +297,10 @@ Result cuModuleLoadData(void **module, const void *image) {
     return failWith(kInvalidContext, "cuModuleLoadData: no current context on this thread");
   auto *m = new Module;
   if (!image || !parsePtx(static_cast<const char *>(image), *m)) {
+    for (const Global &g : m->globals) {
+      state().globals.erase(g.address);
+      release(g.address);
+    }
     delete m;
     return failWith(kInvalidPtx, "cuModuleLoadData: not a PTX module with entries");
   }
@@ -231,8 +309,23 @@ Result cuModuleLoadData(void **module, const void *image) {
 }
 
 Result cuModuleUnload(void *module) {
-  delete static_cast<Module *>(module);
+  auto *m = static_cast<Module *>(module);
+  for (const Global &g : m->globals) {
+    state().globals.erase(g.address);
+    release(g.address);
+  }
+  delete m;
   return kSuccess;
+}
+
+Result cuModuleGetGlobal_v2(DevicePtr *address, size_t *bytes, void *module, const char *name) {
+  for (const Global &g : static_cast<Module *>(module)->globals)
+    if (g.name == name) {
+      *address = g.address;
+      *bytes = g.bytes;
+      return kSuccess;
+    }
+  return kNotFound;
 }
 
 Result cuModuleGetFunction(void **function, void *module, const char *name) {
@@ -263,32 +356,20 @@ Result cuFuncGetAttribute(int *value, int attribute, void *function) {
 Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
   if (!current)
     return failWith(kInvalidContext, "cuMemAlloc: no current context on this thread");
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes == 0)
     return kInvalidValue;
-  if (s.inUse + bytes > memoryBytes())
+  uint64_t address = 0;
+  if (!allocate(address, bytes))
     return kOutOfMemory;
-  void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (!memory)
-    return kOutOfMemory;
-  *p = reinterpret_cast<uintptr_t>(memory);
-  s.allocations[*p] = bytes;
-  s.inUse += bytes;
+  *p = address;
   return kSuccess;
 }
 
 Result cuMemFree_v2(DevicePtr p) {
   if (!current)
     return failWith(kInvalidContext, "cuMemFree: no current context on this thread");
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.allocations.find(p);
-  if (it == s.allocations.end())
+  if (!release(p))
     return failWith(kInvalidValue, "cuMemFree: not an allocation");
-  s.inUse -= it->second;
-  s.allocations.erase(it);
-  std::free(reinterpret_cast<void *>(uintptr_t(p)));
   return kSuccess;
 }
 
@@ -308,7 +389,10 @@ Result cuMemcpyDtoH_v2(void *to, DevicePtr from, size_t bytes) {
   if (!inside(from, bytes))
     return failWith(kInvalidValue, "cuMemcpyDtoH: source outside an allocation");
   std::memcpy(to, reinterpret_cast<const void *>(uintptr_t(from)), bytes);
-  state().fromDevice += bytes;
+  // The report's bytes from the device are the steps' traffic: reading a
+  // module's global (a contract, once at load) is not counted.
+  if (!state().globals.count(from))
+    state().fromDevice += bytes;
   return kSuccess;
 }
 

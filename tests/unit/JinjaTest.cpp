@@ -242,6 +242,42 @@ TEST(Jinja, Macros) {
   });
 }
 
+// A render frees everything it made, reference cycles included: a macro's
+// closure holds the scope that holds the macro, and a namespace can hold
+// itself. A value handed in that the cycles capture must be released once
+// the caller lets go of it (quill-serve renders a template per request).
+TEST(Jinja, RenderingFreesItsReferenceCycles) {
+  const char *sources[] = {
+      "{% macro m() %}{{ f() }}{% endmacro %}{{ m() }}",
+      "{% set ns = namespace(f=f) %}{% set ns.self = ns %}{{ ns.f() }}",
+      "{% set ns = namespace() %}{% macro m() %}{{ ns.x() }}{% endmacro %}"
+      "{% set ns.m = m %}{% set ns.x = f %}{{ ns.m() }}",
+      "{% for i in [1, 2] %}{% macro m() %}{{ f() }}{% endmacro %}{{ m() }}{% endfor %}",
+      "{% macro outer() %}{% macro inner() %}{{ f() }}{% endmacro %}{{ inner() }}{% endmacro %}"
+      "{{ outer() }}{{ raise_exception('stop') }}",
+  };
+  for (const char *source : sources) {
+    auto tmpl = quill::ChatTemplate::parse(source, "cycles");
+    ASSERT_TRUE(tmpl) << tmpl.message();
+    auto sentinel = std::make_shared<int>(7);
+    std::weak_ptr<int> watched = sentinel;
+    {
+      quill::ChatRenderInput input;
+      input.messages = quill::jinja::Value::list({});
+      input.extraVariables.emplace_back(
+          "f", quill::jinja::Value::function(
+                   "f", [held = std::move(sentinel)](quill::jinja::Interpreter &,
+                                                     quill::jinja::CallArgs &) {
+                     return quill::jinja::Value(static_cast<int64_t>(*held));
+                   }));
+      auto out = tmpl->render(input);
+      if (out)
+        EXPECT_NE(out->find('7'), std::string::npos) << source;
+    }
+    EXPECT_TRUE(watched.expired()) << "a render kept a value alive: " << source;
+  }
+}
+
 TEST(Jinja, Tests) {
   check({
       {R"J({{ x is defined }}{{ y is defined }}{{ y is undefined }}{{ x is not none }})J",

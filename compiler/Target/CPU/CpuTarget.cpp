@@ -21,7 +21,12 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "runtime/artifact/KernelContract.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace quill {
@@ -95,6 +100,25 @@ public:
       return mlir::failure();
     }
     return mlir::success();
+  }
+
+  // The shared object exports each array as a constant symbol.
+  Status addKernelContracts(mlir::ModuleOp module,
+                            const KernelContractTable &contracts) const override {
+    mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(module.getBody());
+    auto addWords = [&](const std::string &name, const std::vector<int64_t> &words) {
+      auto i64 = b.getI64Type();
+      auto type = mlir::LLVM::LLVMArrayType::get(i64, words.size());
+      auto value =
+          mlir::DenseIntElementsAttr::get(mlir::RankedTensorType::get({int64_t(words.size())}, i64),
+                                          llvm::ArrayRef<int64_t>(words));
+      mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                                   mlir::LLVM::Linkage::External, name, value, /*alignment=*/8);
+    };
+    for (const auto &[kernel, words] : contracts.kernels)
+      addWords(kKernelContractPrefix + kernel, words);
+    addWords(kModelLimitsSymbol, contracts.modelLimits);
+    return Status::ok();
   }
 
   ErrorOr<std::optional<TargetPayload>>

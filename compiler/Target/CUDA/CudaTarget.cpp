@@ -5,6 +5,7 @@
 #include "compiler/Target/Target.h"
 
 #include "compiler/Pipeline/SharedStages.h"
+#include "runtime/artifact/KernelContract.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace quill {
 
@@ -85,6 +87,43 @@ public:
       return mlir::failure();
     }
     return mlir::success();
+  }
+
+  // The PTX is text by now (the ptx stage ran): each array becomes a
+  // .global of the module, appended to it, which cuModuleGetGlobal finds.
+  Status addKernelContracts(mlir::ModuleOp module,
+                            const KernelContractTable &contracts) const override {
+    std::string globals = "\n// What each kernel may be dispatched with "
+                          "(Quill's runtime/artifact/KernelContract.h).\n";
+    llvm::raw_string_ostream os(globals);
+    auto addWords = [&](const std::string &name, const std::vector<int64_t> &words) {
+      os << ".visible .global .align 8 .b64 " << name << "[" << words.size() << "] = {";
+      for (size_t i = 0; i < words.size(); ++i)
+        os << (i ? ", " : "") << uint64_t(words[i]); // .b64: the bits.
+      os << "};\n";
+    };
+    for (const auto &[kernel, words] : contracts.kernels)
+      addWords(kKernelContractPrefix + kernel, words);
+    addWords(kModelLimitsSymbol, contracts.modelLimits);
+    size_t binaries = 0;
+    module->walk([&](mlir::gpu::BinaryOp binary) {
+      llvm::SmallVector<mlir::Attribute> objects;
+      for (mlir::Attribute attribute : binary.getObjects()) {
+        auto object = mlir::cast<mlir::gpu::ObjectAttr>(attribute);
+        std::string ptx = object.getObject().getValue().str() + globals;
+        objects.push_back(
+            mlir::gpu::ObjectAttr::get(object.getContext(), object.getTarget(), object.getFormat(),
+                                       mlir::StringAttr::get(object.getContext(), ptx),
+                                       object.getProperties(), object.getKernels()));
+      }
+      binary.setObjectsAttr(mlir::ArrayAttr::get(binary.getContext(), objects));
+      ++binaries;
+      return mlir::WalkResult::skip();
+    });
+    if (binaries != 1)
+      return Status::error("internal error: " + std::to_string(binaries) +
+                           " GPU binaries, expected one");
+    return Status::ok();
   }
 
   ErrorOr<std::optional<TargetPayload>>
