@@ -27,7 +27,8 @@ configure() { # DIR SANITIZERS
 # not: every task TBB hands a worker would look like a race. So the TSan
 # tests run against oneTBB rebuilt, with -fsanitize=thread, from Debian's
 # source of the installed version (same headers and ABI), downloaded once
-# from the package archive into build-tsan/tbb/. Prints the library folder.
+# from the package archive into build-tsan/tbb/. Sets tbb_lib to the
+# library folder (a variable, not printed: nothing else can end up in it).
 tsan_tbb() {
   local dir=$PWD/build-tsan/tbb version sha
   version=$(dpkg-query -W -f='${source:Upstream-Version}' libtbb-dev)
@@ -37,7 +38,7 @@ tsan_tbb() {
   esac
   local tarball=onetbb_$version.orig.tar.xz
   mkdir -p "$dir"
-  if ! echo "$sha  $dir/$tarball" | sha256sum --quiet -c - 2>/dev/null; then
+  if ! echo "$sha  $dir/$tarball" | sha256sum --quiet -c - >/dev/null 2>&1; then
     curl -fsS -m 300 -o "$dir/$tarball" "http://deb.debian.org/debian/pool/main/o/onetbb/$tarball"
     echo "$sha  $dir/$tarball" | sha256sum --quiet -c - >&2
   fi
@@ -51,7 +52,7 @@ tsan_tbb() {
       "${launcher[@]}" >/dev/null
   fi
   cmake --build "$dir/build" -j "$jobs" --target tbb >/dev/null
-  dirname "$(find "$dir/build" -name libtbb.so.12 | head -1)"
+  tbb_lib=$(dirname "$(find "$dir/build" -name libtbb.so.12 | head -1)")
 }
 
 # Reports end the test that triggered them; leaks count as failures too.
@@ -66,8 +67,13 @@ if [ "${1:-asan}" = asan ]; then
 fi
 if [ "${1:-tsan}" = tsan ]; then
   configure build-tsan thread
-  tbb=$(tsan_tbb)
+  tsan_tbb
   cmake --build build-tsan -j "$jobs"
-  (cd build-tsan && LD_LIBRARY_PATH="$tbb${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    ctest --output-on-failure -j "$jobs")
+  export LD_LIBRARY_PATH="$tbb_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Debian's uninstrumented libtbb would make every task look like a race.
+  if ! ldd build-tsan/bin/quill-unit-tests | grep -qF "$tbb_lib/libtbb.so.12"; then
+    echo "sanitize: the TSan tests would not load the instrumented oneTBB in $tbb_lib" >&2
+    exit 1
+  fi
+  (cd build-tsan && ctest --output-on-failure -j "$jobs")
 fi

@@ -16,4 +16,10 @@ double measureReadBandwidth(tbb::task_arena &arena, int repeats = 5);
 /// FMA latency, using the widest vectors this CPU has.
 double measureFmaPeak(tbb::task_arena &arena, int repeats = 5);
 
+/// Peak int8 dot-product throughput in GOP/s (2 ops, a multiply and an add,
+/// per byte product) of `vpdpbusd` on all threads of `arena`: on zmm with
+/// AVX-512 VNNI, else on ymm with AVX-VNNI; 0 on a CPU with neither. The
+/// ceiling of an int8 prefill over block-quantized weights.
+double measureInt8DotPeak(tbb::task_arena &arena, int repeats = 5);
+
 } // namespace quill

@@ -113,6 +113,7 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
   } else {
     r.bandwidthGBs = measureReadBandwidth(arena);
     r.fmaGFlops = measureFmaPeak(arena);
+    r.int8DotGOps = measureInt8DotPeak(arena);
   }
   r.weightBytesPerToken = weightBytesPerToken(decode, config.vocabSize);
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
@@ -121,6 +122,9 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
         r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
   if (r.fmaGFlops > 0)
     r.prefillFractionOfFmaPeak = r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
+  if (r.int8DotGOps > 0)
+    r.prefillFractionOfInt8Peak =
+        r.prefillFlopsPerToken * r.prefillTokensPerS / (r.int8DotGOps * 1e9);
   return r;
 }
 
@@ -141,35 +145,47 @@ std::string ModelBenchReport::toText() const {
                   100 * decodeFractionOfBandwidth);
     return buffer;
   }
+  char int8[160] = "no int8 dot-product probe (no VNNI)";
+  char int8Share[96] = "";
+  if (int8DotGOps > 0) {
+    std::snprintf(int8, sizeof int8, "int8 dot-product peak %.0f GOP/s (vpdpbusd)", int8DotGOps);
+    std::snprintf(int8Share, sizeof int8Share, ", %.1f%% of the int8 peak",
+                  100 * prefillFractionOfInt8Peak);
+  }
   std::snprintf(buffer, sizeof buffer,
                 "threads: %d\n"
-                "machine: read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s\n"
-                "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the FMA peak\n"
+                "machine: read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s, %s\n"
+                "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the FMA peak%s\n"
                 "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
                 "the read bandwidth\n",
-                threads, bandwidthGBs, fmaGFlops, promptTokens, prefillTokensPerS, prefillGFlops,
-                100 * prefillFractionOfFmaPeak, decodeTokens, decodeTokensPerS,
-                weightBytesPerToken / 1e6, decodeGBs, 100 * decodeFractionOfBandwidth);
+                threads, bandwidthGBs, fmaGFlops, int8, promptTokens, prefillTokensPerS,
+                prefillGFlops, 100 * prefillFractionOfFmaPeak, int8Share, decodeTokens,
+                decodeTokensPerS, weightBytesPerToken / 1e6, decodeGBs,
+                100 * decodeFractionOfBandwidth);
   return buffer;
 }
 
 std::string ModelBenchReport::toJson() const {
   std::ostringstream out;
   out.precision(6);
-  // The FMA peak is not probed on a GPU: null there.
-  auto fmaFigure = [&](double value) -> std::ostream & {
-    return fmaGFlops > 0 ? out << value : out << "null";
+  // A figure whose probe did not run (the FMA and int8 peaks on a GPU, the
+  // int8 peak on a CPU without VNNI) is null.
+  auto figure = [&](double peak, double value) -> std::ostream & {
+    return peak > 0 ? out << value : out << "null";
   };
   out << "{\"device\":\"" << device << "\",\"threads\":" << threads
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
       << ",\"decode_tokens_per_s\":" << decodeTokensPerS << ",\"bandwidth_gb_s\":" << bandwidthGBs
       << ",\"fma_gflop_s\":";
-  fmaFigure(fmaGFlops) << ",\"weight_bytes_per_token\":" << weightBytesPerToken
-                       << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
-                       << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
-                       << ",\"prefill_fraction_of_fma_peak\":";
-  fmaFigure(prefillFractionOfFmaPeak) << "}\n";
+  figure(fmaGFlops, fmaGFlops) << ",\"int8_dot_gop_s\":";
+  figure(int8DotGOps, int8DotGOps)
+      << ",\"weight_bytes_per_token\":" << weightBytesPerToken
+      << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
+      << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
+      << ",\"prefill_fraction_of_fma_peak\":";
+  figure(fmaGFlops, prefillFractionOfFmaPeak) << ",\"prefill_fraction_of_int8_dot_peak\":";
+  figure(int8DotGOps, prefillFractionOfInt8Peak) << "}\n";
   return out.str();
 }
 

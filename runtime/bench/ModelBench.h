@@ -22,9 +22,14 @@ struct ModelBenchReport {
   int promptTokens = 0, decodeTokens = 0;
   double prefillTokensPerS = 0, decodeTokensPerS = 0;
   double bandwidthGBs = 0, fmaGFlops = 0;
+  /// vpdpbusd's peak (measureInt8DotPeak); 0 on a GPU or a CPU without it.
+  double int8DotGOps = 0;
   double weightBytesPerToken = 0; ///< Bytes a decode step must stream.
   double prefillFlopsPerToken = 0;
   double decodeFractionOfBandwidth = 0, prefillFractionOfFmaPeak = 0;
+  /// Prefill's matrix work against the int8 peak: the ceiling that applies
+  /// to block-quantized weights (their products are int8 dot products).
+  double prefillFractionOfInt8Peak = 0;
 
   std::string toText() const;
   std::string toJson() const;
@@ -32,8 +37,8 @@ struct ModelBenchReport {
 
 /// Streams a deterministic `promptTokens`-token prompt through the device,
 /// then decodes `decodeTokens` greedy steps, after one warm-up pass (which
-/// also faults the mapped weights in); then probes the machine's bandwidth
-/// and FMA peak on the same arena.
+/// also faults the mapped weights in); then probes the machine's bandwidth,
+/// FMA peak and int8 dot-product peak on the same arena.
 ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &config,
                                          const Schedule &decode, tbb::task_arena &arena,
                                          int promptTokens, int decodeTokens);

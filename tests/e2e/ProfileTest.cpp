@@ -1,12 +1,16 @@
 // quill-run --profile: every launch of every kernel is counted, on the CPU
 // and through the CUDA path (against the stand-in driver, whose events time
-// each kernel at one microsecond).
+// each kernel at one microsecond). quill-run --bench --json: every figure and
+// its fraction of the machine's probed ceilings.
 #include "TestSupport.h"
 
 #include "runtime/artifact/Artifact.h"
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -96,6 +100,49 @@ TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
     EXPECT_GT(row.gbPerSecond, 0) << kernel;
   // Events are freed with the device.
   EXPECT_NE(r.err.find(" 0 live allocations, 0 failed calls"), std::string::npos) << r.err;
+}
+
+/// Whether /proc/cpuinfo lists `flag` for this CPU.
+bool cpuHasFlag(const std::string &flag) {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
+TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
+  ModelConfig c = llamaShape(64, 172, 2, 4, 2, 320, 64);
+  std::string path = compileSynthetic(c, "bench-json", "--quantize=q8_0");
+  ASSERT_FALSE(path.empty());
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " --bench --json --bench-prompt 16 --bench-decode 8 --threads 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(json.is_object()) << r.out;
+  const double prefill = json["prefill_tokens_per_s"], flops = json["prefill_flops_per_token"];
+  const double fma = json["fma_gflop_s"];
+  ASSERT_GT(fma, 0);
+  EXPECT_NEAR(json["prefill_fraction_of_fma_peak"].get<double>(), prefill * flops / (fma * 1e9),
+              1e-3 * prefill * flops / (fma * 1e9));
+  if (!cpuHasFlag("avx512_vnni") && !cpuHasFlag("avx_vnni")) {
+    EXPECT_TRUE(json["int8_dot_gop_s"].is_null()) << r.out;
+    EXPECT_TRUE(json["prefill_fraction_of_int8_dot_peak"].is_null()) << r.out;
+    return;
+  }
+  const double int8 = json["int8_dot_gop_s"];
+  // vpdpbusd does 4 byte products per 32-bit lane where an FMA does one
+  // float product: at equal instruction rates, 4x the ops.
+  EXPECT_GT(int8, 1.5 * fma) << r.out;
+  EXPECT_NEAR(json["prefill_fraction_of_int8_dot_peak"].get<double>(),
+              prefill * flops / (int8 * 1e9), 1e-3 * prefill * flops / (int8 * 1e9));
+  // The text report names it too.
+  CommandResult text = run(quote(tool("quill-run")) + " " + quote(path) +
+                           " --bench --bench-prompt 16 --bench-decode 8 --threads 1");
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_NE(text.out.find("int8 dot-product peak"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("% of the int8 peak"), std::string::npos) << text.out;
 }
 
 } // namespace
