@@ -59,6 +59,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
     builder.addSection(SectionKind::BatchSchedule, encodeBatchSchedule(*extracted.batch));
   }
   builder.addSection(kernels.kind, std::move(kernels.bytes));
+  builder.addSection(SectionKind::WeightTable, encodeWeightTable(weightTable(model, extracted)));
   builder.addSection(SectionKind::Weights, extracted.schedule.weightBytes,
                      weightSection(model, extracted));
   return builder.write(options.outputPath);

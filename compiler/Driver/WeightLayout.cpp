@@ -74,6 +74,26 @@ ErrorOr<std::vector<std::vector<uint8_t>>> scaledParts(const ModelSource &model,
 
 } // namespace
 
+std::vector<WeightEntry> weightTable(const ModelSource &model, const ExtractedSchedule &plan) {
+  // SourceDType and WeightEncoding list the encodings in one order
+  // (checked in TensorConversion.cpp).
+  std::vector<WeightEntry> table;
+  for (const Placement &p : placements(plan)) {
+    std::vector<std::string> names = p.pack ? p.pack->parts : std::vector<std::string>{p.name};
+    WeightEntry entry;
+    entry.offset = p.offset;
+    entry.encoding = static_cast<WeightEncoding>(encodingOf(plan, names.front()));
+    for (const std::string &name : names) {
+      const ImportedTensor *tensor = model.find(name);
+      entry.name += (entry.name.empty() ? "" : "+") + name;
+      entry.elements += uint64_t(tensor->numElements());
+      entry.bytes += encodedBytes(*tensor, encodingOf(plan, name));
+    }
+    table.push_back(std::move(entry));
+  }
+  return table;
+}
+
 Status checkWeightLayout(const ModelSource &model, const ExtractedSchedule &plan) {
   uint64_t end = 0;
   for (const Placement &p : placements(plan)) {

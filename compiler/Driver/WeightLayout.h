@@ -5,11 +5,16 @@
 #include "compiler/Driver/ScheduleExtraction.h"
 #include "compiler/Import/ModelSource.h"
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/artifact/WeightTable.h"
 
 namespace quill {
 
 /// Checks that every planned weight exists in `model` and fits its place.
 Status checkWeightLayout(const ModelSource &model, const ExtractedSchedule &plan);
+
+/// The table of what the Weights section holds, in offset order; `plan`
+/// must have passed checkWeightLayout.
+std::vector<WeightEntry> weightTable(const ModelSource &model, const ExtractedSchedule &plan);
 
 /// The Weights section: plain weights and packed ones (concatenated or
 /// row-interleaved) at their offsets, zero padding between, one tensor in

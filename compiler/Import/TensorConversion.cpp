@@ -4,8 +4,11 @@
 // fused into one rounding, as in ggml's reference build.
 #include "compiler/Import/TensorConversion.h"
 
+#include "runtime/artifact/WeightTable.h"
+
 #include <cctype>
 #include <cstring>
+#include <iterator>
 
 namespace quill {
 
@@ -29,6 +32,19 @@ constexpr DTypeInfo kDTypes[] = {
     {SourceDType::Q4_K, "Q4_K", kQ4_KBlockElements, kQ4_KBlockBytes},
     {SourceDType::Q6_K, "Q6_K", kQ6_KBlockElements, kQ6_KBlockBytes},
 };
+
+// The artifact's weight table states encodings with the runtime's enum,
+// converted from SourceDType by value: one order, one geometry.
+constexpr bool agreesWithArtifactEncodings() {
+  for (size_t i = 0; i < kWeightEncodingCount; ++i) {
+    const WeightEncodingInfo &e = weightEncodingInfo(static_cast<WeightEncoding>(i));
+    if (static_cast<size_t>(kDTypes[i].dtype) != i || kDTypes[i].blockElements != e.blockElements ||
+        kDTypes[i].blockBytes != e.blockBytes)
+      return false;
+  }
+  return std::size(kDTypes) == kWeightEncodingCount;
+}
+static_assert(agreesWithArtifactEncodings());
 
 const DTypeInfo &info(SourceDType dtype) {
   for (const DTypeInfo &i : kDTypes)

@@ -43,7 +43,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
     return fail("corrupt section table (checksum mismatch)");
 
-  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::ChatTemplate);
+  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::WeightTable);
   // Byte pointers: the table need not be aligned (memcpy reads the entries).
   const uint8_t *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
@@ -141,6 +141,12 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (weightBytes != a.schedule_.weightBytes || reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
     return fail("weights section does not match the schedule (" + std::to_string(weightBytes) +
                 " bytes, schedule needs " + std::to_string(a.schedule_.weightBytes) + ")");
+  if (section(SectionKind::WeightTable, data, size)) {
+    auto table = decodeWeightTable(data, size, weightBytes);
+    if (!table)
+      return fail(table.message());
+    a.weightTable_ = table.take();
+  }
   return a;
 }
 

@@ -3,12 +3,14 @@
 #pragma once
 
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/artifact/WeightTable.h"
 #include "runtime/support/MappedFile.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace quill {
 
@@ -46,6 +48,9 @@ public:
   bool isCuda() const { return ptx_ != nullptr; }
   /// The page-aligned weight blob.
   const uint8_t *weights() const { return weights_; }
+  /// What the weight blob holds, tensor by tensor; empty when the artifact
+  /// has no WeightTable section (one assembled by hand).
+  const std::vector<WeightEntry> &weightTable() const { return weightTable_; }
   size_t fileSize() const { return file_.size(); }
 
 private:
@@ -69,6 +74,7 @@ private:
   const uint8_t *ptx_ = nullptr;
   size_t ptxSize_ = 0;
   const uint8_t *weights_ = nullptr;
+  std::vector<WeightEntry> weightTable_;
 };
 
 } // namespace quill

@@ -26,7 +26,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 6: the config holds the Llama-family features (head width, biases, q/k
 ///    norms, sliding window, end tokens, BOS policy).
 /// 7: the optional ChatTemplate section (older runtimes refuse its kind).
-constexpr uint32_t kArtifactVersion = 7;
+/// 8: the optional WeightTable section.
+constexpr uint32_t kArtifactVersion = 8;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -42,6 +43,8 @@ enum class SectionKind : uint32_t {
   /// Optional: the model's Jinja chat template, UTF-8 text of at most
   /// kMaxChatTemplateBytes (ReadFile.h), no NUL.
   ChatTemplate = 10,
+  /// Optional: each stored weight's encoding and range (WeightTable.h).
+  WeightTable = 11,
 };
 
 struct ArtifactHeader {

@@ -128,7 +128,29 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
   return r;
 }
 
+void ModelBenchReport::setWeights(const std::vector<WeightEntry> &table) {
+  weightType = dominantEncoding(table);
+  weightBytesByType.clear();
+  auto bytes = bytesByEncoding(table);
+  for (size_t k = 0; k < kWeightEncodingCount; ++k)
+    if (bytes[k])
+      weightBytesByType.emplace_back(kWeightEncodings[k].name, bytes[k]);
+}
+
 std::string ModelBenchReport::toText() const {
+  std::string weights;
+  if (!weightType.empty()) {
+    weights = "weights: " + weightType;
+    for (size_t i = 0; i < weightBytesByType.size(); ++i) {
+      weights += (i ? ", " : " (") + weightBytesByType[i].first + " " +
+                 byteSizeText(weightBytesByType[i].second);
+    }
+    weights += ")\n";
+  }
+  return weights + figuresText();
+}
+
+std::string ModelBenchReport::figuresText() const {
   char buffer[1024];
   double prefillGFlops = prefillFlopsPerToken * prefillTokensPerS / 1e9;
   double decodeGBs = weightBytesPerToken * decodeTokensPerS / 1e9;
@@ -173,7 +195,16 @@ std::string ModelBenchReport::toJson() const {
   auto figure = [&](double peak, double value) -> std::ostream & {
     return peak > 0 ? out << value : out << "null";
   };
-  out << "{\"device\":\"" << device << "\",\"threads\":" << threads
+  out << "{\"device\":\"" << device << "\",\"threads\":" << threads << ",\"weight_type\":";
+  if (weightType.empty())
+    out << "null";
+  else
+    out << '"' << weightType << '"';
+  out << ",\"weight_bytes_by_type\":{";
+  for (size_t i = 0; i < weightBytesByType.size(); ++i)
+    out << (i ? "," : "") << '"' << weightBytesByType[i].first
+        << "\":" << weightBytesByType[i].second;
+  out << "}"
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
       << ",\"decode_tokens_per_s\":" << decodeTokensPerS << ",\"bandwidth_gb_s\":" << bandwidthGBs

@@ -4,12 +4,15 @@
 
 #include "runtime/artifact/ArtifactFormat.h"
 #include "runtime/artifact/ModelConfig.h"
+#include "runtime/artifact/WeightTable.h"
 #include "runtime/device/Device.h"
 #include "runtime/support/Error.h"
 
 #include <tbb/task_arena.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace quill {
 
@@ -25,14 +28,23 @@ struct ModelBenchReport {
   /// vpdpbusd's peak (measureInt8DotPeak); 0 on a GPU or a CPU without it.
   double int8DotGOps = 0;
   double weightBytesPerToken = 0; ///< Bytes a decode step must stream.
+  /// What the artifact stores (setWeights): the encoding holding the most
+  /// bytes, and the bytes of each encoding present; empty without a table.
+  std::string weightType;
+  std::vector<std::pair<std::string, uint64_t>> weightBytesByType;
   double prefillFlopsPerToken = 0;
   double decodeFractionOfBandwidth = 0, prefillFractionOfFmaPeak = 0;
   /// Prefill's matrix work against the int8 peak: the ceiling that applies
   /// to block-quantized weights (their products are int8 dot products).
   double prefillFractionOfInt8Peak = 0;
 
+  /// Fills weightType and weightBytesByType from the artifact's table.
+  void setWeights(const std::vector<WeightEntry> &table);
   std::string toText() const;
   std::string toJson() const;
+
+private:
+  std::string figuresText() const; ///< toText's machine, prefill and decode lines.
 };
 
 /// Streams a deterministic `promptTokens`-token prompt through the device,

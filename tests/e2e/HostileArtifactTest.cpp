@@ -238,6 +238,24 @@ TEST(HostileArtifact, ChatTemplateSectionMustBeText) {
             std::string::npos);
 }
 
+TEST(HostileArtifact, TheWeightTableMustFitTheWeights) {
+  std::vector<Section> sections = readSections(goodArtifact());
+  Section &s = sectionOf(sections, SectionKind::WeightTable);
+  auto table = decodeWeightTable(s.bytes.data(), s.bytes.size(), UINT64_MAX);
+  ASSERT_TRUE(table.isOk()) << table.message();
+  ASSERT_FALSE(table->empty());
+  // The last weight claimed one block further: past the section's end.
+  WeightEntry &last = table->back();
+  const WeightEncodingInfo &info = weightEncodingInfo(last.encoding);
+  last.elements += uint64_t(info.blockElements) * 4096;
+  last.bytes += uint64_t(info.blockBytes) * 4096;
+  s.bytes = encodeWeightTable(*table);
+  std::string error = loadError(writeSections(sections, "weight-table"));
+  EXPECT_NE(error.find("weight table: '" + last.name + "' overlaps another weight or lies outside"),
+            std::string::npos)
+      << error;
+}
+
 TEST(HostileArtifact, RawBytesAreNeverEchoed) {
   std::vector<Section> sections = readSections(goodArtifact());
   Section &s = sectionOf(sections, SectionKind::Schedule);

@@ -121,6 +121,15 @@ TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto json = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(json.is_object()) << r.out;
+  // Q8_0 holds most bytes; the rows of 172 that are not whole blocks fall
+  // back to F16 (as llama.cpp's do), the norms are f32.
+  EXPECT_EQ(json["weight_type"], "q8_0") << r.out;
+  const auto &types = json["weight_bytes_by_type"];
+  ASSERT_TRUE(types.is_object()) << r.out;
+  for (const auto &[type, bytes] : types.items())
+    EXPECT_TRUE(type == "q8_0" || type == "f16" || type == "f32") << type;
+  EXPECT_GT(types.value("q8_0", 0.0), types.value("f16", 0.0)) << r.out;
+  EXPECT_GT(types.value("f32", 0.0), 0) << r.out;
   const double prefill = json["prefill_tokens_per_s"], flops = json["prefill_flops_per_token"];
   const double fma = json["fma_gflop_s"];
   ASSERT_GT(fma, 0);
@@ -142,6 +151,7 @@ TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
                            " --bench --bench-prompt 16 --bench-decode 8 --threads 1");
   ASSERT_EQ(text.exitCode, 0) << text.err;
   EXPECT_NE(text.out.find("int8 dot-product peak"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.rfind("weights: q8_0 (", 0), 0u) << text.out;
   EXPECT_NE(text.out.find("% of the int8 peak"), std::string::npos) << text.out;
 }
 

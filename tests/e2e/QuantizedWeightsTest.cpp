@@ -7,6 +7,7 @@
 #include "StepChecks.h"
 #include "TestSupport.h"
 #include "compiler/Import/ModelSource.h"
+#include "runtime/artifact/Artifact.h"
 #include "runtime/scheduler/BatchScheduler.h"
 #include "tests/unit/ModelWriters.h"
 
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <vector>
 
 namespace quill::test {
@@ -103,6 +105,66 @@ void PrintTo(const Scheme &s, std::ostream *os) { *os << s.flag; }
 
 class QuantizeSchemes : public ::testing::TestWithParam<Scheme> {};
 
+/// GGUF's bytes per block of 32 or 256 weights, written out from the format
+/// (ggml-common.h's block structs), and the block's element count.
+std::pair<uint64_t, uint64_t> blockOf(const std::string &type) {
+  if (type == "F32")
+    return {4, 1};
+  if (type == "F16" || type == "BF16")
+    return {2, 1};
+  if (type == "Q8_0")
+    return {2 + 32, 32}; // fp16 d, 32 int8
+  if (type == "Q4_0")
+    return {2 + 16, 32}; // fp16 d, 32 nibbles
+  if (type == "Q4_K")
+    return {2 + 2 + 12 + 128, 256}; // fp16 d, dmin, 6-bit scales, nibbles
+  if (type == "Q6_K")
+    return {128 + 64 + 16 + 2, 256}; // low 4 bits, high 2 bits, int8 scales, fp16 d
+  ADD_FAILURE() << "no block size for " << type;
+  return {1, 1};
+}
+
+/// The artifact's weight table names every tensor of the model once (packs
+/// of several besides), each in the type `typeOf` gives its matrix (norms
+/// f32), with the bytes its blocks take.
+void expectTheTableStatesEachWeight(const std::string &artifact, const ModelConfig &c,
+                                    const char *(*typeOf)(const std::string &)) {
+  auto opened = Artifact::open(artifact);
+  ASSERT_TRUE(opened.isOk()) << opened.message();
+  std::map<std::string, int> plain;
+  for (const WeightEntry &e : opened->weightTable()) {
+    std::vector<std::string> parts;
+    for (size_t at = 0; at <= e.name.size();) {
+      size_t plus = std::min(e.name.find('+', at), e.name.size());
+      parts.push_back(e.name.substr(at, plus - at));
+      at = plus + 1;
+    }
+    uint64_t elements = 0, bytes = 0;
+    for (const std::string &part : parts) {
+      std::vector<int64_t> shape = canonicalShape(c, part);
+      ASSERT_FALSE(shape.empty()) << part;
+      std::string type = shape.size() == 2 ? typeOf(part) : "F32";
+      std::string lower = type;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      EXPECT_EQ(weightEncodingInfo(e.encoding).name, lower) << e.name;
+      uint64_t n = 1;
+      for (int64_t d : shape)
+        n *= uint64_t(d);
+      auto [blockBytes, blockElements] = blockOf(type);
+      elements += n;
+      bytes += n / blockElements * blockBytes;
+    }
+    EXPECT_EQ(e.elements, elements) << e.name;
+    EXPECT_EQ(e.bytes, bytes) << e.name;
+    if (parts.size() == 1)
+      ++plain[e.name];
+  }
+  // tok_embeddings, norm, output, and 9 per layer.
+  EXPECT_EQ(plain.size(), 3u + 9u * c.nLayers);
+  for (const auto &[name, count] : plain)
+    EXPECT_EQ(count, 1) << name;
+}
+
 TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
   const Scheme s = GetParam();
   ModelConfig c = quantConfig(false);
@@ -120,6 +182,7 @@ TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
                                          std::string("--quantize ") + s.flag +
                                              " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
+  expectTheTableStatesEachWeight(artifact, c, s.typeOf);
   std::set<std::string> q8 = q8InputMatrices(c, s.typeOf);
   checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, s.flag,
                         q8.empty() ? 1e-4 : kQ8InputTolerance);

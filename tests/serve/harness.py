@@ -26,14 +26,16 @@ def skip(reason):
 
 
 def stories_artifact():
-    """stories260K compiled once into QUILL_WORK (batch rows 64)."""
+    """stories260K compiled into QUILL_WORK (batch rows 64), again whenever
+    quill-compile is newer than the artifact (a format change)."""
     model = shared("models/stories260K/stories260K.bin")
     if not os.path.exists(model):
         skip("../shared/models/stories260K is absent")
     work = os.environ.get("QUILL_WORK", "/tmp/quill-serve-tests")
     os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "stories.qm")
-    if not os.path.exists(out):
+    if (not os.path.exists(out) or
+            os.path.getmtime(out) < os.path.getmtime(os.environ["QUILL_COMPILE"])):
         tmp = out + ".tmp%d" % os.getpid()
         subprocess.run([os.environ["QUILL_COMPILE"], model, "--tokenizer",
                         shared("models/stories260K/tok512.bin"), "-o", tmp], check=True)

@@ -213,5 +213,65 @@ TEST(ArtifactFormat, BatchScheduleAndDispatchFlagsRoundTrip) {
   EXPECT_FALSE(validateSchedule(decoded->schedule, c).isOk());
 }
 
+TEST(WeightTable, RoundTripsAndSummarizesByEncoding) {
+  // A Q8_0 matrix of 64 weights (2 blocks of 34 bytes), an f32 norm of 8,
+  // a Q6_K pack of 512 (2 super-blocks of 210).
+  std::vector<WeightEntry> table = {{"layers.0.wq", WeightEncoding::Q8_0, 0, 68, 64},
+                                    {"layers.0.attention_norm", WeightEncoding::F32, 68, 32, 8},
+                                    {"a+b", WeightEncoding::Q6_K, 128, 420, 512}};
+  std::vector<uint8_t> bytes = encodeWeightTable(table);
+  auto decoded = decodeWeightTable(bytes.data(), bytes.size(), 548);
+  ASSERT_TRUE(decoded.isOk()) << decoded.message();
+  ASSERT_EQ(decoded->size(), 3u);
+  EXPECT_EQ((*decoded)[2].name, "a+b");
+  EXPECT_EQ((*decoded)[2].encoding, WeightEncoding::Q6_K);
+  EXPECT_EQ((*decoded)[2].offset, 128u);
+  EXPECT_EQ(dominantEncoding(*decoded), "q6_k");
+  auto perType = bytesByEncoding(*decoded);
+  EXPECT_EQ(perType[uint32_t(WeightEncoding::Q8_0)], 68u);
+  EXPECT_EQ(perType[uint32_t(WeightEncoding::F32)], 32u);
+  EXPECT_EQ(describeWeights(*decoded), "520 B: q6_k 420 B (1), q8_0 68 B (1), f32 32 B (1)");
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(decodeWeightTable(bytes.data(), n, 548).isOk()) << n << " bytes";
+}
+
+TEST(WeightTable, RefusesWhatTheEncodingCannotHoldOrTheSectionCannotFit) {
+  auto refusal = [](std::vector<WeightEntry> table, uint64_t weightBytes = 4096) {
+    std::vector<uint8_t> bytes = encodeWeightTable(table);
+    auto decoded = decodeWeightTable(bytes.data(), bytes.size(), weightBytes);
+    return decoded ? std::string() : decoded.message();
+  };
+  EXPECT_EQ(refusal({{"w", WeightEncoding::Q4_0, 0, 18, 32}}), "");
+  // 33 Q4_0 weights are no whole block; 32 take 18 bytes, not 34.
+  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 18, 33}}).find("cannot take"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 34, 32}}).find("cannot take"),
+            std::string::npos);
+  // Q4_K's super-block is 256 weights in 144 bytes.
+  EXPECT_EQ(refusal({{"w", WeightEncoding::Q4_K, 0, 144, 256}}), "");
+  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_K, 0, 144, 32}}), "");
+  // Past the section, overlapping, out of order.
+  EXPECT_NE(refusal({{"w", WeightEncoding::F32, 4000, 400, 100}}).find("outside"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"a", WeightEncoding::F32, 0, 8, 2}, {"b", WeightEncoding::F32, 4, 8, 2}}),
+            "");
+  EXPECT_NE(refusal({{"a", WeightEncoding::F32, 64, 8, 2}, {"b", WeightEncoding::F32, 0, 8, 2}}),
+            "");
+  // An offset near 2^64 does not wrap around the bounds check.
+  EXPECT_NE(refusal({{"w", WeightEncoding::F32, ~uint64_t(0) - 3, 8, 2}}), "");
+  EXPECT_NE(refusal({{"", WeightEncoding::F32, 0, 8, 2}}).find("no printable name"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"w\x1b[2J", WeightEncoding::F32, 0, 8, 2}}).find("no printable name"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"w", static_cast<WeightEncoding>(7), 0, 8, 2}}).find("unknown encoding 7"),
+            std::string::npos);
+  // A count claiming more entries than the bytes could hold.
+  std::vector<uint8_t> huge = {0xff, 0xff, 0x0f, 0x00};
+  EXPECT_FALSE(decodeWeightTable(huge.data(), huge.size(), 4096).isOk());
+  std::vector<uint8_t> trailing = encodeWeightTable({{"w", WeightEncoding::F32, 0, 8, 2}});
+  trailing.push_back(0);
+  EXPECT_FALSE(decodeWeightTable(trailing.data(), trailing.size(), 4096).isOk());
+}
+
 } // namespace
 } // namespace quill

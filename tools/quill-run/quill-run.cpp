@@ -126,6 +126,7 @@ int runQuill(int argc, char **argv) {
                                  lengths->second);
     if (!report)
       return fail(report.message());
+    report->setWeights(artifact->weightTable());
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
     return 0;
   }
@@ -138,6 +139,8 @@ int runQuill(int argc, char **argv) {
                  config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
                  config.vocabSize, config.seqLen);
     std::fprintf(stderr, "%s\n", device.describe().c_str());
+    if (!artifact->weightTable().empty())
+      std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
     std::fprintf(stderr, "kv cache: %llu bytes (%d positions)\n",
                  static_cast<unsigned long long>(device.kvCache().bytes()),
                  device.kvCache().capacity());

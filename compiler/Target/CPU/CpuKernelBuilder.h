@@ -96,7 +96,8 @@ Value halfScalarAt(OpBuilder &b, Location loc, Value storage, Value row, Value o
 /// weight order (the low nibbles, then the high ones), as vector<32xi8>.
 Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value base);
 /// Prefetches, for each of `rows`, step `step` (of `stepElements` storage
-/// elements) of the row `rowBlock` further on, clamped to the last row.
+/// elements) of the row `rowBlock` further on, clamped to the last row:
+/// every cache line of the step.
 /// (prefetchDistance gives a distance far enough ahead for short rows.)
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements);

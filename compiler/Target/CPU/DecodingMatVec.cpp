@@ -60,16 +60,31 @@ int64_t prefetchDistance(int64_t rowBlock, int64_t rowBytes) {
 
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements) {
-  const int64_t lastRow = cast<MemRefType>(storage.getType()).getDimSize(0) - 1;
+  auto type = cast<MemRefType>(storage.getType());
+  const int64_t lastRow = type.getDimSize(0) - 1;
   Value last = arith::ConstantIndexOp::create(b, loc, lastRow);
   Value column =
       arith::MulIOp::create(b, loc, step, arith::ConstantIndexOp::create(b, loc, stepElements));
+  // A step wider than a cache line (a Q4_K or Q6_K super-block: 144 or 210
+  // bytes) needs a prefetch per line it spans; one per step left Q6_K
+  // logits streaming at a third of their in-cache rate.
+  constexpr int64_t kLineBytes = 64;
+  const int64_t elementBytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  const int64_t lines =
+      std::max<int64_t>(1, (stepElements * elementBytes + kLineBytes - 1) / kLineBytes);
   for (Value row : rows) {
     Value ahead =
         arith::AddIOp::create(b, loc, row, arith::ConstantIndexOp::create(b, loc, rowBlock));
     ahead = arith::MinUIOp::create(b, loc, ahead, last);
-    memref::PrefetchOp::create(b, loc, storage, ValueRange{ahead, column}, /*isWrite=*/false,
-                               /*localityHint=*/3, /*isDataCache=*/true);
+    for (int64_t line = 0; line < lines; ++line) {
+      Value at = line == 0 ? column
+                           : arith::AddIOp::create(b, loc, column,
+                                                   arith::ConstantIndexOp::create(
+                                                       b, loc, line * kLineBytes / elementBytes))
+                                 .getResult();
+      memref::PrefetchOp::create(b, loc, storage, ValueRange{ahead, at}, /*isWrite=*/false,
+                                 /*localityHint=*/3, /*isDataCache=*/true);
+    }
   }
 }
 

@@ -1,0 +1,40 @@
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+// RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --check-prefix=NEUTRAL
+// NEUTRAL-NOT: memref.prefetch
+
+// Decode's products over a kernel's weight buffer prefetch, for each row of
+// the block they compute, the same step of a row further on: every cache
+// line of it. A Q6_K super-block of a row is 210 bytes, four lines from
+// its start (one prefetch per step left the 110m classifier streaming at a
+// third of its in-cache rate).
+// CHECK-LABEL: func.func @q6_k
+// CHECK: %[[ROW:.*]] = arith.minui %{{.*}}, %c7
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %c0], read, locality<3>, data : memref<8x210xi8>
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %c64], read, locality<3>, data : memref<8x210xi8>
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %c128], read, locality<3>, data : memref<8x210xi8>
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %c192], read, locality<3>, data : memref<8x210xi8>
+// CHECK-NOT: memref.prefetch %arg1[%[[ROW]]
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
+func.func @q6_k(%x: tensor<256xf32>, %m: memref<8x210xi8>, %b: index, %e: index) -> tensor<?xf32> {
+  %bytes = bufferization.to_tensor %m restrict : memref<8x210xi8> to tensor<8x210xi8>
+  %w = quill.weight_view %bytes : tensor<8x210xi8> -> tensor<8x256x!quill.q6_k>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<256xf32>, tensor<8x256x!quill.q6_k> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// A Q8_0 block (34 bytes) is within a line of the next step's: one
+// prefetch per row and step.
+// CHECK-LABEL: func.func @q8_0
+// CHECK: scf.for
+// CHECK: %[[ROW:.*]] = arith.minui %{{.*}}, %c7
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %{{.*}}], read, locality<3>, data : memref<8x68xi8>
+// CHECK-NOT: memref.prefetch %arg1[%[[ROW]]
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
+func.func @q8_0(%x: tensor<64xf32>, %m: memref<8x68xi8>, %b: index, %e: index) -> tensor<?xf32> {
+  %bytes = bufferization.to_tensor %m restrict : memref<8x68xi8> to tensor<8x68xi8>
+  %w = quill.weight_view %bytes : tensor<8x68xi8> -> tensor<8x64x!quill.q8_0>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<8x64x!quill.q8_0> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
