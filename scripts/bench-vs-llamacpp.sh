@@ -3,15 +3,15 @@
 #
 #   scripts/bench-vs-llamacpp.sh LLAMA_BIN_DIR [SHAPE...]   (default: 110m)
 #
-# LLAMA_BIN_DIR holds llama.cpp's llama-bench, llama-quantize and
-# llama-convert-llama2c-to-ggml (build them from a llama.cpp checkout:
+# LLAMA_BIN_DIR holds llama.cpp's llama-bench and llama-quantize (build them
+# from a llama.cpp checkout:
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
 #     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
 #     -DBUILD_SHARED_LIBS=OFF
-#   ninja -C build llama-bench llama-quantize llama-convert-llama2c-to-ggml).
-# For each shape: quill-synth writes a llama2.c model (separate classifier),
-# llama.cpp's converter turns it into an F32 GGUF with the Llama 2
-# tokenizer's vocabulary, llama-quantize writes F16, Q8_0, Q4_0 and Q4_K_M,
+#   ninja -C build llama-bench llama-quantize).
+# For each shape: quill-synth writes an F32 GGUF (separate classifier) with
+# the Llama 2 tokenizer's vocabulary, llama-quantize writes F16, Q8_0, Q4_0
+# and Q4_K_M from it,
 # quill-compile compiles every file. Then ROUNDS rounds (default 3) run, per
 # type, llama-bench (pp PROMPT, tg DECODE) and quill-run --bench with the
 # same lengths and THREADS threads (default 2), one after the other, so both
@@ -41,32 +41,11 @@ mkdir -p "$WORK"
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
 
-# llama.cpp's converter writes context_length 128 whatever the checkpoint
-# says; both engines get the checkpoint's 1024 (llama-bench ignores it).
-set_context() {
-  python3 - "$1" "$2" <<'EOF'
-import struct, sys
-path, context = sys.argv[1], int(sys.argv[2])
-with open(path, 'r+b') as f:
-    head = f.read(1 << 20)
-    key = b'llama.context_length'
-    at = head.index(struct.pack('<Q', len(key)) + key) + 8 + len(key)
-    kind, _ = struct.unpack('<II', head[at:at + 8])
-    assert kind == 4, 'llama.context_length is not a u32'
-    f.seek(at + 4)
-    f.write(struct.pack('<I', context))
-EOF
-}
-
 for shape in "${SHAPES[@]}"; do
   base=$WORK/$shape
-  if [[ ! -f $base-f32.gguf ]]; then
-    "$QUILL/quill-synth" --shape "$shape" --separate-classifier -o "$base.bin"
-    "$LLAMA/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$TOKENIZER" \
-      --llama2c-model "$base.bin" --llama2c-output-model "$base-f32.gguf" >"$base-convert.log" 2>&1
-    rm -f "$base.bin"
-    set_context "$base-f32.gguf" 1024
-  fi
+  [[ -f $base-f32.gguf ]] ||
+    "$QUILL/quill-synth" --shape "$shape" --separate-classifier --format gguf \
+      --vocab-from "$TOKENIZER" -o "$base-f32.gguf"
   for type in "${TYPES[@]}"; do
     [[ $type == f32 || -f $base-$type.gguf ]] ||
       "$LLAMA/llama-quantize" "$base-f32.gguf" "$base-$type.gguf" "$type" >"$base-$type-quantize.log" 2>&1

@@ -87,15 +87,16 @@ private:
 
   std::string sourceNameOf(const std::string &canonical) const override {
     auto it = sourceNames_.find(canonical);
-    return it != sourceNames_.end() ? it->second : ggufNameOf(canonical);
+    return it != sourceNames_.end() ? it->second : ggufTensorName(canonical);
   }
-  static std::string ggufNameOf(const std::string &canonical);
 
   GgufFile file_;
   std::unordered_map<std::string, std::string> sourceNames_;
 };
 
-std::string GgufModel::ggufNameOf(const std::string &canonical) {
+} // namespace
+
+std::string ggufTensorName(const std::string &canonical) {
   if (canonical == "tok_embeddings")
     return "token_embd.weight";
   if (canonical == "norm")
@@ -110,6 +111,8 @@ std::string GgufModel::ggufNameOf(const std::string &canonical) {
       return "blk." + canonical.substr(7, dot - 7) + "." + gguf;
   return canonical;
 }
+
+namespace {
 
 ErrorOr<bool> GgufModel::boolKey(const std::string &key, bool fallback) const {
   const GgufValue *v = file_.find(key);

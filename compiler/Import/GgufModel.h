@@ -11,4 +11,8 @@ namespace quill {
 /// shared) in F32, F16, BF16 or Q8_0, and the tokenizer in its metadata.
 ErrorOr<std::unique_ptr<ModelSource>> openGgufModel(const std::string &path);
 
+/// The llama architecture's GGUF name of Quill's tensor `canonical`
+/// ("layers.3.w1" -> "blk.3.ffn_gate.weight"); other names unchanged.
+std::string ggufTensorName(const std::string &canonical);
+
 } // namespace quill

@@ -177,17 +177,14 @@ Status quill::writeSyntheticModel(const std::string &path, const ModelConfig &co
   return Status::ok();
 }
 
-Status quill::writeSyntheticTokenizer(const std::string &path, int32_t vocabSize) {
+ErrorOr<std::string> quill::syntheticTokenizerBytes(int32_t vocabSize) {
   if (vocabSize < 260)
-    return Status::error(path +
-                         ": a synthetic tokenizer needs a vocabulary of at least 260 "
+    return Status::error("a synthetic tokenizer needs a vocabulary of at least 260 "
                          "(3 specials and 256 byte tokens), got " +
                          std::to_string(vocabSize));
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    return Status::error(path + ": cannot open for writing");
+  std::string out;
   auto put = [&](const void *data, size_t size) {
-    out.write(static_cast<const char *>(data), static_cast<std::streamsize>(size));
+    out.append(static_cast<const char *>(data), size);
   };
   int32_t maxLength = 16;
   put(&maxLength, 4);
@@ -212,6 +209,17 @@ Status quill::writeSyntheticTokenizer(const std::string &path, int32_t vocabSize
     put(&length, 4);
     put(piece.data(), piece.size());
   }
+  return out;
+}
+
+Status quill::writeSyntheticTokenizer(const std::string &path, int32_t vocabSize) {
+  auto bytes = syntheticTokenizerBytes(vocabSize);
+  if (!bytes)
+    return Status::error(path + ": " + bytes.message());
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    return Status::error(path + ": cannot open for writing");
+  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   if (!out.flush())
     return Status::error(path + ": write failed");
   return Status::ok();

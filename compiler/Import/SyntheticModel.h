@@ -45,5 +45,18 @@ Status writeSyntheticModel(const std::string &path, const ModelConfig &config, i
 /// then pieces " t<ID>" with decreasing scores. Any text encodes through the
 /// byte fallback.
 Status writeSyntheticTokenizer(const std::string &path, int32_t vocabSize);
+/// That tokenizer.bin's bytes.
+ErrorOr<std::string> syntheticTokenizerBytes(int32_t vocabSize);
+
+/// Writes an F32 GGUF (version 3, llama architecture) of `config`'s shape
+/// holding the llama2.c files' values of `seed` (GGUF keeps llama2.c's Q/K
+/// row order); a shared classifier has no `output` tensor (both Quill and
+/// llama.cpp then read the embedding), with the
+/// vocabulary of the llama2.c `tokenizerPath` (the synthetic tokenizer when
+/// empty) as a SentencePiece `llama` tokenizer. Streams; on failure the
+/// partial file is removed.
+Status writeSyntheticGguf(const std::string &path, const ModelConfig &config, uint64_t seed,
+                          const std::string &tokenizerPath, int64_t period = 0,
+                          float queryKeyGain = 1.0f);
 
 } // namespace quill

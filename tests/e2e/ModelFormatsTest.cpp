@@ -202,6 +202,72 @@ INSTANTIATE_TEST_SUITE_P(TypesAndLayouts, SyntheticFormats,
                                            Variant{"HfF16Tied", false, "F16", 1, true}),
                          [](const auto &info) { return std::string(info.param.name); });
 
+/// quill-synth --format gguf writes the values of the llama2.c file of the
+/// same seed, with the vocabulary of the tokenizer.bin it is given: both
+/// compile to artifacts whose logits agree bit for bit and whose prompts
+/// tokenize alike.
+void expectSynthGgufMatchesLlama2c(bool separateClassifier) {
+  const std::string name = separateClassifier ? "synth-gguf-separate" : "synth-gguf-shared";
+  const std::string base = tempDir() + "/" + name;
+  const std::string shape = " --dim 96 --hidden 160 --layers 2 --heads 6 --kv-heads 2"
+                            " --vocab 320 --seq-len 32 --seed 7" +
+                            std::string(separateClassifier ? " --separate-classifier" : "");
+  CommandResult v1 = run(quote(tool("quill-synth")) + shape + " --format v1 -o " +
+                         quote(base + ".bin") + " --tokenizer-out " + quote(base + "-tok.bin"));
+  ASSERT_EQ(v1.exitCode, 0) << v1.err;
+  CommandResult gguf = run(quote(tool("quill-synth")) + shape + " --format gguf --vocab-from " +
+                           quote(base + "-tok.bin") + " -o " + quote(base + ".gguf"));
+  ASSERT_EQ(gguf.exitCode, 0) << gguf.err;
+  // GGUF v3's header: magic, version, tensor count (9 per layer, the
+  // embedding, the final norm and a separate classifier).
+  std::string file = readFile(base + ".gguf");
+  ASSERT_GT(file.size(), 24u);
+  EXPECT_EQ(file.substr(0, 4), "GGUF");
+  uint32_t version;
+  uint64_t tensors;
+  std::memcpy(&version, file.data() + 4, 4);
+  std::memcpy(&tensors, file.data() + 8, 8);
+  EXPECT_EQ(version, 3u);
+  EXPECT_EQ(tensors, 9u * 2 + 2 + (separateClassifier ? 1 : 0));
+
+  ASSERT_EQ(
+      compile(base + ".bin", name + "-v1", "--tokenizer " + quote(base + "-tok.bin")).exitCode, 0);
+  ASSERT_EQ(compile(base + ".gguf", name + "-gguf").exitCode, 0);
+  LoadedArtifact fromV1 = load(artifact(name + "-v1"), 1);
+  LoadedArtifact fromGguf = load(artifact(name + "-gguf"), 1);
+  ASSERT_TRUE(fromV1.device && fromGguf.device);
+  for (int pos = 0; pos < 12; ++pos) {
+    const int token = pos == 0 ? 1 : (pos * 37) % 320;
+    fromV1.device->step(token, pos);
+    fromGguf.device->step(token, pos);
+    ASSERT_EQ(std::memcmp(fromV1.device->logits(), fromGguf.device->logits(), 320 * sizeof(float)),
+              0)
+        << name << " at position " << pos;
+  }
+  EXPECT_EQ(promptTokens(artifact(name + "-gguf"), "a b\nc"),
+            promptTokens(artifact(name + "-v1"), "a b\nc"));
+}
+
+TEST(ModelFormats, SynthesizedGgufHoldsTheLlama2cValues) {
+  expectSynthGgufMatchesLlama2c(true);
+  expectSynthGgufMatchesLlama2c(false);
+}
+
+TEST(ModelFormats, SynthesizedGgufNeedsAWholeVocabulary) {
+  const std::string base = tempDir() + "/synth-gguf-short";
+  ASSERT_EQ(run(quote(tool("quill-synth")) + " --shape tiny --format v1 -o " +
+                quote(base + ".bin") + " --tokenizer-out " + quote(base + "-tok.bin"))
+                .exitCode,
+            0);
+  // The tiny shape's 512 pieces cannot serve a vocabulary of 600.
+  CommandResult r =
+      run(quote(tool("quill-synth")) + " --shape tiny --vocab 600 --format gguf" +
+          " --vocab-from " + quote(base + "-tok.bin") + " -o " + quote(base + ".gguf"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("holds fewer than 600 pieces"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(base + ".gguf"));
+}
+
 //===----------------------------------------------------------------------===//
 // Bad input through quill-compile: one line naming the file, exit 1.
 //===----------------------------------------------------------------------===//

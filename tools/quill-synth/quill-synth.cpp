@@ -1,4 +1,5 @@
-// quill-synth: writes a deterministic random-weight llama2.c checkpoint.
+// quill-synth: writes a deterministic random-weight llama2.c checkpoint, or
+// the same values as an F32 GGUF.
 #include "compiler/Import/SyntheticModel.h"
 
 #include <cerrno>
@@ -16,11 +17,13 @@ namespace {
 const char *const kUsage =
     "usage: quill-synth (--shape 15m|110m|1b|tiny | --dim N --hidden N "
     "--layers N --heads N --kv-heads N --vocab N --seq-len N) -o FILE\n"
-    "                   [--format legacy|v1] [--seed N] "
+    "                   [--format legacy|v1|gguf] [--vocab-from TOKENIZER.BIN] [--seed N] "
     "[--separate-classifier]\n"
     "                   [--tokenizer-out FILE] [--period N] [--query-key-gain G]\n"
     "  With --shape, the custom flags override single fields of that shape.\n"
     "  --tokenizer-out also writes a matching byte-fallback tokenizer.bin.\n"
+    "  --format gguf writes an F32 GGUF (llama) of the same values, its vocabulary\n"
+    "  that of --vocab-from (a llama2.c tokenizer.bin), else the synthetic one.\n"
     "  --period N repeats each tensor's values every N elements: the same value\n"
     "  distribution in a file (and artifact) that compresses to almost nothing,\n"
     "  to carry large shapes to a benchmark machine.\n"
@@ -48,7 +51,7 @@ std::optional<int64_t> parseInt(const char *text, int64_t lo, int64_t hi) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string shapeName, output, tokenizerOut, format = "legacy";
+  std::string shapeName, output, tokenizerOut, vocab, format = "legacy";
   uint64_t seed = 0;
   int64_t period = 0;
   float queryKeyGain = 1.0f;
@@ -79,8 +82,10 @@ int main(int argc, char **argv) {
       tokenizerOut = value;
     } else if (flag == "--format") {
       format = value;
-      if (format != "legacy" && format != "v1")
-        return fail("--format must be legacy or v1, got '" + format + "'");
+      if (format != "legacy" && format != "v1" && format != "gguf")
+        return fail("--format must be legacy, v1 or gguf, got '" + format + "'");
+    } else if (flag == "--vocab-from") {
+      vocab = value;
     } else if (flag == "--seed") {
       std::optional<int64_t> v = parseInt(value, 0, INT64_MAX);
       if (!v)
@@ -135,10 +140,14 @@ int main(int argc, char **argv) {
   if (!tokenizerOut.empty())
     if (Status s = writeSyntheticTokenizer(tokenizerOut, config.vocabSize); !s)
       return fail(s.message());
-  if (Status s =
-          writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed, period, queryKeyGain);
-      !s)
-    return fail(s.message());
+  if (!vocab.empty() && format != "gguf")
+    return fail("--vocab-from is for --format gguf (a llama2.c checkpoint has no vocabulary)");
+  Status written =
+      format == "gguf"
+          ? writeSyntheticGguf(output, config, seed, vocab, period, queryKeyGain)
+          : writeSyntheticModel(output, config, format == "v1" ? 1 : 0, seed, period, queryKeyGain);
+  if (!written)
+    return fail(written.message());
   std::printf("wrote %s: %s, dim %d hidden %d layers %d heads %d kv-heads %d "
               "vocab %d seq-len %d, %s classifier, seed %llu\n",
               output.c_str(), format.c_str(), config.dim, config.hiddenDim, config.nLayers,
