@@ -45,7 +45,7 @@ for shape in "${SHAPES[@]}"; do
   base=$WORK/$shape
   [[ -f $base-f32.gguf ]] ||
     "$QUILL/quill-synth" --shape "$shape" --separate-classifier --format gguf \
-      --vocab-from "$TOKENIZER" -o "$base-f32.gguf"
+      --vocab-from "$TOKENIZER" -o "$base-f32.gguf" >&2
   for type in "${TYPES[@]}"; do
     [[ $type == f32 || -f $base-$type.gguf ]] ||
       "$LLAMA/llama-quantize" "$base-f32.gguf" "$base-$type.gguf" "$type" >"$base-$type-quantize.log" 2>&1

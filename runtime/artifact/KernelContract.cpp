@@ -74,9 +74,11 @@ Status checkDispatchContract(const Dispatch &d, size_t index, const std::string 
 }
 
 bool isWholeContract(const int64_t *words, size_t count) {
+  // words[4] bindings of 2 words each follow the header; an absurd count
+  // fails the comparison (count is far below 2^62).
   return count >= kContractHeaderWords && words[4] >= 0 &&
-         uint64_t(words[4]) == (count - kContractHeaderWords) / 2 &&
-         (count - kContractHeaderWords) % 2 == 0;
+         uint64_t(words[4]) < (uint64_t(1) << 62) &&
+         uint64_t(words[4]) * 2 + kContractHeaderWords == count;
 }
 
 Status checkScheduleContracts(const Schedule &schedule, const std::string &what,
