@@ -6,7 +6,9 @@
 #include "compiler/Import/GgufModel.h"
 #include "compiler/Import/Llama2cCheckpoint.h"
 #include "compiler/Import/SyntheticModel.h"
+#include "runtime/support/ByteStream.h"
 #include "runtime/support/ReadFile.h"
+#include "runtime/tokenizer/TokenizerFormat.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -17,74 +19,40 @@ namespace quill {
 
 namespace {
 
-// GGUF's metadata value types and the token types of a llama vocabulary.
+// GGUF's metadata value types.
 enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kString = 8, kArray = 9 };
-enum : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6 };
 constexpr uint32_t kGgmlF32 = 0;
 constexpr uint64_t kAlignment = 32; // GGUF's default general.alignment.
 
-struct Piece {
-  std::string text;
-  float score = 0;
-  int32_t type = kNormal;
-};
-
-/// A llama2.c tokenizer.bin's pieces as a GGUF llama vocabulary has them:
-/// <unk>, <s> and </s> for ids 0-2, spaces as U+2581, byte tokens typed.
-ErrorOr<std::vector<Piece>> piecesOf(const std::string &path, const std::string &b,
-                                     int32_t vocabSize) {
-  size_t at = 4; // max_token_length
-  std::vector<Piece> pieces;
-  for (int32_t id = 0; id < vocabSize; ++id) {
-    float score;
-    int32_t length;
-    if (b.size() < at + 8)
-      return Status::error(path + ": tokenizer.bin holds fewer than " + std::to_string(vocabSize) +
-                           " pieces");
-    std::memcpy(&score, b.data() + at, 4);
-    std::memcpy(&length, b.data() + at + 4, 4);
-    at += 8;
-    if (length < 0 || b.size() - at < size_t(length))
-      return Status::error(path + ": tokenizer.bin piece " + std::to_string(id) + " is truncated");
-    std::string text(b.data() + at, size_t(length));
-    at += size_t(length);
-    Piece p{"", score, kNormal};
-    unsigned byte;
-    char end;
+/// A llama2.c tokenizer.bin's vocabulary as a GGUF llama vocabulary spells
+/// it: <unk>, <s> and </s> for ids 0-2, spaces as U+2581. (parseTokenizer
+/// already types the tokens with GGUF's numbers.)
+ErrorOr<TokenizerData> ggufVocabulary(const std::string &bytes, int32_t vocabSize,
+                                      const std::string &source) {
+  auto parsed = parseTokenizer(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+                               vocabSize, source + ": ");
+  if (!parsed)
+    return parsed.status();
+  TokenizerData vocabulary = parsed.take();
+  for (size_t id = 0; id < vocabulary.pieces.size(); ++id) {
+    std::string &piece = vocabulary.pieces[id];
     if (id <= 2) {
-      p.text = id == 0 ? "<unk>" : id == 1 ? "<s>" : "</s>";
-      p.type = id == 0 ? kUnknown : kControl;
-    } else if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X%c", &byte, &end) == 2 &&
-               end == '>') {
-      p.text = text;
-      p.type = kByte;
-    } else {
-      for (char c : text)
-        p.text += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
-      if (p.text.empty())
-        p.type = kControl;
+      piece = id == 0 ? "<unk>" : id == 1 ? "<s>" : "</s>";
+      continue;
     }
-    pieces.push_back(std::move(p));
+    std::string spelled;
+    for (char c : piece)
+      spelled += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+    piece = std::move(spelled);
   }
-  return pieces;
+  return vocabulary;
 }
 
-/// GGUF's little-endian encodings, appended to a byte vector.
-struct Bytes {
-  std::vector<uint8_t> data;
-  template <typename T> void put(T value) {
-    const auto *p = reinterpret_cast<const uint8_t *>(&value);
-    data.insert(data.end(), p, p + sizeof value);
-  }
-  void string(const std::string &s) {
-    put<uint64_t>(s.size());
-    data.insert(data.end(), s.begin(), s.end());
-  }
-  void key(const std::string &k, uint32_t type) {
-    string(k);
-    put<uint32_t>(type);
-  }
-};
+/// GGUF's strings: a u64 length, then the bytes.
+void putGgufString(ByteWriter &w, const std::string &s) {
+  w.put<uint64_t>(s.size());
+  w.bytes().insert(w.bytes().end(), s.begin(), s.end());
+}
 
 } // namespace
 
@@ -104,27 +72,29 @@ Status writeSyntheticGguf(const std::string &path, const ModelConfig &config, ui
       return bytes.status();
     vocabulary = bytes.take();
   }
-  auto pieces =
-      piecesOf(tokenizerPath.empty() ? path : tokenizerPath, vocabulary, config.vocabSize);
-  if (!pieces)
-    return pieces.status();
+  auto vocab =
+      ggufVocabulary(vocabulary, config.vocabSize, tokenizerPath.empty() ? path : tokenizerPath);
+  if (!vocab)
+    return vocab.status();
 
-  Bytes meta;
+  ByteWriter meta;
   uint64_t keys = 0;
-  auto u32 = [&](const std::string &k, uint32_t v) {
-    meta.key(k, kU32);
-    meta.put(v);
+  auto key = [&](const std::string &k, uint32_t type) {
+    putGgufString(meta, k);
+    meta.put<uint32_t>(type);
     ++keys;
+  };
+  auto u32 = [&](const std::string &k, uint32_t v) {
+    key(k, kU32);
+    meta.put(v);
   };
   auto f32 = [&](const std::string &k, float v) {
-    meta.key(k, kF32);
+    key(k, kF32);
     meta.put(v);
-    ++keys;
   };
   auto str = [&](const std::string &k, const std::string &v) {
-    meta.key(k, kString);
-    meta.string(v);
-    ++keys;
+    key(k, kString);
+    putGgufString(meta, v);
   };
   str("general.architecture", "llama");
   str("general.name", "quill-synth");
@@ -138,22 +108,20 @@ Status writeSyntheticGguf(const std::string &path, const ModelConfig &config, ui
   f32("llama.rope.freq_base", config.ropeTheta);
   f32("llama.attention.layer_norm_rms_epsilon", config.normEps);
   str("tokenizer.ggml.model", "llama");
-  meta.key("tokenizer.ggml.tokens", kArray);
-  meta.put<uint32_t>(kString);
-  meta.put<uint64_t>(pieces->size());
-  for (const Piece &p : *pieces)
-    meta.string(p.text);
-  meta.key("tokenizer.ggml.scores", kArray);
-  meta.put<uint32_t>(kF32);
-  meta.put<uint64_t>(pieces->size());
-  for (const Piece &p : *pieces)
-    meta.put(p.score);
-  meta.key("tokenizer.ggml.token_type", kArray);
-  meta.put<uint32_t>(kI32);
-  meta.put<uint64_t>(pieces->size());
-  for (const Piece &p : *pieces)
-    meta.put(p.type);
-  keys += 3;
+  auto array = [&](const std::string &k, uint32_t elementType) {
+    key(k, kArray);
+    meta.put<uint32_t>(elementType);
+    meta.put<uint64_t>(vocab->pieces.size());
+  };
+  array("tokenizer.ggml.tokens", kString);
+  for (const std::string &piece : vocab->pieces)
+    putGgufString(meta, piece);
+  array("tokenizer.ggml.scores", kF32);
+  for (float score : vocab->scores)
+    meta.put(score);
+  array("tokenizer.ggml.token_type", kI32);
+  for (TokenType type : vocab->types)
+    meta.put<int32_t>(static_cast<int32_t>(type));
   u32("tokenizer.ggml.unknown_token_id", 0);
   u32("tokenizer.ggml.bos_token_id", 1);
   u32("tokenizer.ggml.eos_token_id", 2);
@@ -163,11 +131,11 @@ Status writeSyntheticGguf(const std::string &path, const ModelConfig &config, ui
   for (const Llama2cBlock &block : llama2cFileLayout(config, 1))
     if (block.isWeight)
       tensors.push_back(block);
-  Bytes infos;
+  ByteWriter infos;
   uint64_t offset = 0;
   std::vector<uint64_t> elements;
   for (const Llama2cBlock &t : tensors) {
-    infos.string(ggufTensorName(t.name));
+    putGgufString(infos, ggufTensorName(t.name));
     infos.put<uint32_t>(uint32_t(t.shape.size()));
     uint64_t n = 1;
     for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) {
@@ -179,21 +147,22 @@ Status writeSyntheticGguf(const std::string &path, const ModelConfig &config, ui
     elements.push_back(n);
     offset += (n * 4 + kAlignment - 1) / kAlignment * kAlignment;
   }
-  Bytes header;
-  header.data = {'G', 'G', 'U', 'F'};
-  header.put<uint32_t>(3);
-  header.put<uint64_t>(tensors.size());
-  header.put<uint64_t>(keys);
-  header.data.insert(header.data.end(), meta.data.begin(), meta.data.end());
-  header.data.insert(header.data.end(), infos.data.begin(), infos.data.end());
-  header.data.resize((header.data.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
+  ByteWriter headerWriter;
+  for (char c : {'G', 'G', 'U', 'F'})
+    headerWriter.put(c);
+  headerWriter.put<uint32_t>(3);
+  headerWriter.put<uint64_t>(tensors.size());
+  headerWriter.put<uint64_t>(keys);
+  std::vector<uint8_t> &header = headerWriter.bytes();
+  header.insert(header.end(), meta.bytes().begin(), meta.bytes().end());
+  header.insert(header.end(), infos.bytes().begin(), infos.bytes().end());
+  header.resize((header.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
 
   std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(std::fopen(path.c_str(), "wb"),
                                                         &std::fclose);
   if (!file)
     return Status::error(path + ": cannot create: " + std::strerror(errno));
-  bool ok =
-      std::fwrite(header.data.data(), 1, header.data.size(), file.get()) == header.data.size();
+  bool ok = std::fwrite(header.data(), 1, header.size(), file.get()) == header.size();
   constexpr int64_t kChunk = 1 << 16;
   std::vector<float> buffer(kChunk);
   static const char zeros[kAlignment] = {};
