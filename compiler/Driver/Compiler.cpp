@@ -35,10 +35,10 @@ namespace {
 /// there is one), schedules, the kernels (a shared object, or PTX) and the
 /// weights, streamed.
 Status writeArtifact(const CompileOptions &options, const ModelSource &model,
-                     ExtractedSchedule &extracted, std::vector<uint8_t> tokenizerBytes,
+                     const ModelConfig &config, ExtractedSchedule &extracted,
+                     std::vector<uint8_t> tokenizerBytes,
                      const std::optional<ImportedChatTemplate> &chatTemplate,
                      TargetPayload kernels) {
-  const ModelConfig &config = model.config();
   if (Status s = checkWeightLayout(model, extracted); !s)
     return s;
   ArtifactBuilder builder;
@@ -91,7 +91,7 @@ void completeBatchLayout(const CompileOptions &options, const ModelConfig &confi
   layout.blockSize = static_cast<int32_t>(options.kvBlockSize);
   layout.maxBlocks = static_cast<int32_t>(kMaxKVBlocks);
   layout.sections = 2 * config.nLayers;
-  layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvDim() * sizeof(float);
+  layout.blockBytes = uint64_t(options.kvBlockSize) * config.kvRowBytes();
 }
 
 /// Attention keeps a score per head and cached position in one kernel
@@ -115,7 +115,9 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   auto model = openModel(options.modelPath);
   if (!model)
     return model.status();
-  const ModelConfig &config = (*model)->config();
+  // The model's hyperparameters, with the cache type this compile chose.
+  ModelConfig config = (*model)->config();
+  config.kvType = options.kvType;
   if (Status s = checkContextFits(options, config); !s)
     return s;
 
@@ -212,8 +214,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error(options.modelPath + ": " + payload.message());
   if (options.emit)
     return Status::ok();
-  return writeArtifact(options, **model, *extracted, std::move(tokenizerBytes), chatTemplate,
-                       std::move(**payload));
+  return writeArtifact(options, **model, config, *extracted, std::move(tokenizerBytes),
+                       chatTemplate, std::move(**payload));
 }
 
 } // namespace quill

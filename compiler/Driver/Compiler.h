@@ -3,6 +3,7 @@
 #pragma once
 
 #include "compiler/Pipeline/Pipeline.h"
+#include "runtime/artifact/KVType.h"
 #include "runtime/support/Error.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -23,6 +24,7 @@ struct CompileOptions {
   int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
   int64_t batchRows = 64;          ///< Token rows per batch step; 0: no batch step.
   int64_t kvBlockSize = 16;        ///< Positions per block of the paged KV cache.
+  KVType kvType = KVType::F32;     ///< The KV cache's element type (--kv-type).
   PipelineOptions pipeline;        ///< The target and its options.
 };
 

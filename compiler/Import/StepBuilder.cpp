@@ -29,6 +29,11 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   Type f32 = b.getF32Type();
   auto vec = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
   auto mat = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, f32); };
+  // The caches hold the compile-time KV type; attention widens what it reads.
+  Type kvElement = config.kvType == KVType::F16    ? Type(b.getF16Type())
+                   : config.kvType == KVType::BF16 ? Type(b.getBF16Type())
+                                                   : f32;
+  auto cacheMatrix = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, kvElement); };
   // Activations: one vector, or one row per token.
   auto act = [&](int64_t n) { return rows ? mat(rows, n) : vec(n); };
   const int64_t dim = config.dim, hidden = config.hiddenDim, kvDim = config.kvDim();
@@ -121,7 +126,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
     k = rope(k, kvDim);
     Value attended;
     if (batch) {
-      auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, f32);
+      auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, kvElement);
       Value keys = q::KVCacheOp::create(b, l, pool, "key", layer);
       Value values = q::KVCacheOp::create(b, l, pool, "value", layer);
       keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos);
@@ -129,11 +134,11 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       attended = q::PagedAttentionOp::create(b, l, act(qDim), qv, keys, values, tables, pos,
                                              config.nHeads, config.nKvHeads, ValueRange{}, window);
     } else {
-      Value keys = q::KVCacheOp::create(b, l, mat(context, kvDim), "key", layer);
-      Value values = q::KVCacheOp::create(b, l, mat(context, kvDim), "value", layer);
-      keys = q::KVWriteOp::create(b, l, mat(context, kvDim), k, keys, pos, /*tile=*/ValueRange{});
-      values =
-          q::KVWriteOp::create(b, l, mat(context, kvDim), v, values, pos, /*tile=*/ValueRange{});
+      auto cache = cacheMatrix(context, kvDim);
+      Value keys = q::KVCacheOp::create(b, l, cache, "key", layer);
+      Value values = q::KVCacheOp::create(b, l, cache, "value", layer);
+      keys = q::KVWriteOp::create(b, l, cache, k, keys, pos, /*tile=*/ValueRange{});
+      values = q::KVWriteOp::create(b, l, cache, v, values, pos, /*tile=*/ValueRange{});
       attended = q::AttentionOp::create(b, l, act(qDim), qv, keys, values, pos, config.nHeads,
                                         config.nKvHeads, ValueRange{}, /*tile_rows=*/false, window);
     }

@@ -46,6 +46,8 @@ std::vector<uint8_t> encodeConfig(const ModelConfig &c) {
   w.put<uint32_t>(static_cast<uint32_t>(c.extraEosIds.size()));
   for (int32_t id : c.extraEosIds)
     w.put<int32_t>(id);
+  // Version 9: the KV cache's element type.
+  w.put<uint8_t>(static_cast<uint8_t>(c.kvType));
   return std::move(w.bytes());
 }
 
@@ -69,8 +71,12 @@ ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
     return Status::error("config section is truncated");
   for (uint32_t i = 0; i < extraEos; ++i)
     c.extraEosIds.push_back(r.get<int32_t>());
+  uint8_t kvType = r.get<uint8_t>();
   if (!r.ok())
     return Status::error("config section is truncated");
+  if (kvType > uint8_t(kLastKVType))
+    return Status::error("config section names an unknown KV-cache type " + std::to_string(kvType));
+  c.kvType = KVType(kvType);
   for (int32_t id : c.extraEosIds)
     if (id < 0 || id >= c.vocabSize)
       return Status::error("config section holds an end token outside the vocabulary");
@@ -230,10 +236,9 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
     uint64_t rowInts = uint64_t(l.rows) * sizeof(int32_t);
     if (l.rows < 1 || l.rows > 4096 || l.blockSize < 1 || l.sections != 2 * config.nLayers ||
         l.maxBlocks < 2 || uint64_t(l.tableWidth) * l.blockSize < uint64_t(config.seqLen) ||
-        l.blockBytes != uint64_t(l.blockSize) * config.kvDim() * sizeof(float) ||
-        l.tokens.bytes != rowInts || l.positions.bytes != rowInts ||
-        l.tables.bytes != rowInts * l.tableWidth || !inside(l.tokens) || !inside(l.positions) ||
-        !inside(l.tables))
+        l.blockBytes != uint64_t(l.blockSize) * config.kvRowBytes() || l.tokens.bytes != rowInts ||
+        l.positions.bytes != rowInts || l.tables.bytes != rowInts * l.tableWidth ||
+        !inside(l.tokens) || !inside(l.positions) || !inside(l.tables))
       return Status::error("layout does not match the model");
   } else if (s.tokens < 1 || s.tokens > config.seqLen ||
              (s.tokens > 1 && s.inputBytes != uint64_t(s.tokens) * sizeof(int32_t))) {

@@ -27,7 +27,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 ///    norms, sliding window, end tokens, BOS policy).
 /// 7: the optional ChatTemplate section (older runtimes refuse its kind).
 /// 8: the optional WeightTable section.
-constexpr uint32_t kArtifactVersion = 8;
+/// 9: the config holds the KV cache's element type.
+constexpr uint32_t kArtifactVersion = 9;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -116,7 +117,7 @@ struct BatchLayout {
   int32_t tableWidth = 0;  ///< Block-table entries per row: context / blockSize, rounded up.
   int32_t maxBlocks = 0;   ///< The most blocks the kernels can address.
   int32_t sections = 0;    ///< 2 * layers.
-  uint64_t blockBytes = 0; ///< One block of one section: blockSize * kv width * 4.
+  uint64_t blockBytes = 0; ///< One block of one section: blockSize * ModelConfig::kvRowBytes().
   Binding tokens, positions, tables; ///< Input buffer ranges (int32).
 };
 

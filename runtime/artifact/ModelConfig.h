@@ -3,6 +3,8 @@
 // from, and the artifact carries to the runtime.
 #pragma once
 
+#include "runtime/artifact/KVType.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -45,11 +47,18 @@ struct ModelConfig {
   std::vector<int32_t> extraEosIds;
   /// Prompts start with bosId (false for Qwen, whose add_bos_token is off).
   bool addBos = true;
+  /// The KV cache's element type: a compile-time choice (--kv-type), not
+  /// the model's, carried here because the runtime sizes the cache from it.
+  KVType kvType = KVType::F32;
 
   int32_t headDim() const { return headDimension > 0 ? headDimension : dim / nHeads; }
   /// Width of the query and of the attention output: nHeads * headDim.
   int32_t qDim() const { return headDim() * nHeads; }
   int32_t kvDim() const { return headDim() * nKvHeads; }
+  /// Bytes of one cached position of one layer's keys (or values).
+  uint64_t kvRowBytes() const { return uint64_t(kvDim()) * kvElementBytes(kvType); }
+  /// KV-cache bytes one position takes over all layers, keys and values.
+  uint64_t kvBytesPerToken() const { return 2 * uint64_t(nLayers) * kvRowBytes(); }
   /// The tokens that end generation: eosId, the extra end tokens, and BOS
   /// (llama2.c-trained models separate documents with it), once each.
   std::vector<int32_t> endTokens() const {

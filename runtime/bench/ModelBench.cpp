@@ -116,6 +116,8 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
     r.int8DotGOps = measureInt8DotPeak(arena);
   }
   r.weightBytesPerToken = weightBytesPerToken(decode, config.vocabSize);
+  r.kvType = std::string(kvTypeName(config.kvType));
+  r.kvBytesPerToken = config.kvBytesPerToken();
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
   if (r.bandwidthGBs > 0)
     r.decodeFractionOfBandwidth =
@@ -147,6 +149,7 @@ std::string ModelBenchReport::toText() const {
     }
     weights += ")\n";
   }
+  weights += "kv cache: " + kvType + ", " + std::to_string(kvBytesPerToken) + " bytes per token\n";
   return weights + figuresText();
 }
 
@@ -205,6 +208,7 @@ std::string ModelBenchReport::toJson() const {
     out << (i ? "," : "") << '"' << weightBytesByType[i].first
         << "\":" << weightBytesByType[i].second;
   out << "}"
+      << ",\"kv_type\":\"" << kvType << "\",\"kv_bytes_per_token\":" << kvBytesPerToken
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
       << ",\"decode_tokens_per_s\":" << decodeTokensPerS << ",\"bandwidth_gb_s\":" << bandwidthGBs

@@ -32,6 +32,10 @@ struct ModelBenchReport {
   /// bytes, and the bytes of each encoding present; empty without a table.
   std::string weightType;
   std::vector<std::pair<std::string, uint64_t>> weightBytesByType;
+  /// The KV cache's element type and the bytes one position adds to it
+  /// (all layers, keys and values).
+  std::string kvType = "f32";
+  uint64_t kvBytesPerToken = 0;
   double prefillFlopsPerToken = 0;
   double decodeFractionOfBandwidth = 0, prefillFractionOfFmaPeak = 0;
   /// Prefill's matrix work against the int8 peak: the ceiling that applies

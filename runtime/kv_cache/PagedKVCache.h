@@ -16,7 +16,7 @@ struct PagedKVLayout {
   int32_t blockSize = 16;
   /// Sections of the pool: 2 * layers (section 2L = keys of layer L, 2L+1 = values).
   int32_t sections = 2;
-  /// Bytes of one position in one section (kvDim * sizeof(float)).
+  /// Bytes of one position in one section (ModelConfig::kvRowBytes()).
   uint64_t rowBytes = 4;
   /// The model's context length: no sequence ever holds more positions.
   int32_t maxPositions = 1;

@@ -44,7 +44,7 @@ PagedKVLayout pagedLayoutFor(const BatchLayout &batch, const ModelConfig &config
   PagedKVLayout layout;
   layout.blockSize = batch.blockSize;
   layout.sections = batch.sections;
-  layout.rowBytes = uint64_t(config.kvDim()) * sizeof(float);
+  layout.rowBytes = config.kvRowBytes();
   layout.maxPositions = config.seqLen;
   return layout;
 }

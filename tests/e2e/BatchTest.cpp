@@ -49,9 +49,10 @@ std::vector<ErrorOr<GenerationResult>> runBatch(LoadedArtifact &loaded, const To
 
 std::string stories(const std::string &file) { return sharedModel("stories260K/" + file); }
 
-/// stories260K compiled (as NAME) and loaded with `threads` threads.
-LoadedArtifact loadStories(const std::string &name, int threads) {
-  std::string artifact = compileArtifact(stories("stories260K.bin"), stories("tok512.bin"), name);
+/// stories260K compiled (as NAME, with `flags`) and loaded with `threads` threads.
+LoadedArtifact loadStories(const std::string &name, int threads, const std::string &flags = "") {
+  std::string artifact =
+      compileArtifact(stories("stories260K.bin"), stories("tok512.bin"), name, flags);
   if (artifact.empty())
     return {};
   return load(artifact, threads);
@@ -197,10 +198,20 @@ TEST(BatchScheduler, GreedyTextFromBosMatchesLlama2c) {
   }
 }
 
-TEST(BatchInvariance, Stories260KGreedyAndSeededSamplingAloneAndInBatchesOf4And32) {
+/// Every KV-cache type: the batch step's blocks, shared prefixes, copies
+/// and forks work whatever the bytes of a cached row.
+class BatchOverKVTypes : public ::testing::TestWithParam<const char *> {
+protected:
+  std::string flags() const { return std::string("--kv-type ") + GetParam(); }
+  std::string name(const char *what) const { return std::string(what) + "-" + GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(KVTypes, BatchOverKVTypes, ::testing::Values("f32", "f16", "bf16"),
+                         [](const auto &info) { return std::string(info.param); });
+
+TEST_P(BatchOverKVTypes, Stories260KGreedyAndSeededSamplingAloneAndInBatchesOf4And32) {
   if (stories("stories260K.bin").empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  LoadedArtifact loaded = loadStories("invariance", 2);
+  LoadedArtifact loaded = loadStories(name("invariance"), 2, flags());
   ASSERT_TRUE(loaded.device);
   Tokenizer tokenizer = tokenizerOf(loaded);
   auto requests = requestsFor(storyPrompts(32), 40);
@@ -268,10 +279,10 @@ TEST(BatchScheduler, SmallKVBudgetRunsEveryPromptAndMatchesSoloRuns) {
   EXPECT_LT(stats.peakSequences, 16) << "the budget should have held sequences back";
 }
 
-TEST(BatchScheduler, PromptsWithACommonPrefixShareItsBlocks) {
+TEST_P(BatchOverKVTypes, PromptsWithACommonPrefixShareItsBlocks) {
   if (stories("stories260K.bin").empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  LoadedArtifact loaded = loadStories("prefix", 2);
+  LoadedArtifact loaded = loadStories(name("prefix"), 2, flags());
   ASSERT_TRUE(loaded.device);
   Tokenizer tokenizer = tokenizerOf(loaded);
   const std::string system =

@@ -54,16 +54,28 @@ ErrorOr<GenerationResult> runOne(Loaded &l, const GenerationRequest &request,
   return std::move(results.at(0));
 }
 
-std::string storiesArtifact(const std::string &name) {
+std::string storiesArtifact(const std::string &name, const std::string &flags = "") {
   std::string model = sharedModel("stories260K/stories260K.bin");
   std::string tok = sharedModel("stories260K/tok512.bin");
   if (model.empty() || tok.empty())
     return "";
-  return compileArtifact(model, tok, name);
+  return compileArtifact(model, tok, name, flags);
 }
 
-TEST(BeamSearchRun, OneBeamEqualsGreedySearch) {
-  std::string artifact = storiesArtifact("beam-greedy");
+/// Every KV-cache type: beams and samples fork and copy blocks whatever
+/// the bytes of a cached row.
+class BeamsOverKVTypes : public ::testing::TestWithParam<const char *> {
+protected:
+  std::string artifact(const char *what) const {
+    return storiesArtifact(std::string(what) + "-" + GetParam(),
+                           std::string("--kv-type ") + GetParam());
+  }
+};
+INSTANTIATE_TEST_SUITE_P(KVTypes, BeamsOverKVTypes, ::testing::Values("f32", "f16", "bf16"),
+                         [](const auto &info) { return std::string(info.param); });
+
+TEST_P(BeamsOverKVTypes, OneBeamEqualsGreedySearch) {
+  std::string artifact = this->artifact("beam-greedy");
   if (artifact.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
   Loaded l = loadWithTokenizer(artifact, 2);
@@ -227,8 +239,8 @@ TEST(BeamSearchRun, EnoughBeamsEqualExhaustiveSearchOfTheReferenceModel) {
   }
 }
 
-TEST(BeamSearchRun, EightBeamsOver64StepsShareTheirKVBlocks) {
-  std::string artifact = storiesArtifact("beam-kv");
+TEST_P(BeamsOverKVTypes, EightBeamsOver64StepsShareTheirKVBlocks) {
+  std::string artifact = this->artifact("beam-kv");
   if (artifact.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
   Loaded l = loadWithTokenizer(artifact, 2);
@@ -284,8 +296,8 @@ TEST(BeamSearchRun, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
-TEST(NSamples, SampleZeroIsThePlainRunAndTheOthersAreTheirOwnStreams) {
-  std::string artifact = storiesArtifact("n-samples");
+TEST_P(BeamsOverKVTypes, SampleZeroIsThePlainRunAndTheOthersAreTheirOwnStreams) {
+  std::string artifact = this->artifact("n-samples");
   if (artifact.empty())
     GTEST_SKIP() << "../shared/models/stories260K is absent";
   SamplingParams params;

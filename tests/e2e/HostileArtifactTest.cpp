@@ -191,6 +191,9 @@ TEST(HostileArtifact, ConfigAndBatchLayoutMustMatchTheKernels) {
       << shorter;
   // A smaller vocabulary: the logits no longer match (the schedule says so).
   EXPECT_NE(withConfig([](ModelConfig &c) { c.vocabSize = 319; }), "");
+  // A cache type the kernels were not compiled for: the paged blocks would
+  // be sized for half the bytes the kernels write.
+  EXPECT_NE(withConfig([](ModelConfig &c) { c.kvType = KVType::F16; }), "");
 
   auto withLayout = [&](const std::function<void(BatchLayout &)> &edit) {
     std::vector<Section> sections = original;

@@ -16,6 +16,33 @@ struct FileCloser {
   void operator()(std::FILE *f) const { std::fclose(f); }
 };
 
+/// `x` rounded to bfloat16 and back: round-to-nearest-even on the 16 bits
+/// dropped from the f32 (NaN kept a NaN).
+float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return x;
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+/// `x` rounded to IEEE binary16 and back, to nearest even: 11 significant
+/// bits for normals, a fixed step of 2^-24 below 2^-14, +-inf past 65504.
+float roundToF16(float x) {
+  const float magnitude = std::fabs(x);
+  if (!(magnitude < 65520.0f)) // 65520 and up round to inf (NaN stays NaN).
+    return std::isnan(x) ? x : std::copysign(INFINITY, x);
+  int exponent;
+  std::frexp(magnitude, &exponent); // magnitude = f * 2^exponent, f in [0.5, 1)
+  // The step between neighbouring halves at this magnitude.
+  const int stepExponent = std::max(exponent, -13) - 11;
+  const float step = std::ldexp(1.0f, stepExponent);
+  // nearbyint rounds half to even in the default rounding mode.
+  return std::copysign(std::nearbyint(magnitude / step) * step, x);
+}
+
 /// o = weight * x / rms(x), with llama2.c's epsilon placement.
 void rmsnorm(float *o, const float *x, const float *weight, int size, float eps) {
   float ss = 0.0f;
@@ -301,6 +328,15 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
         float v1 = vec[i + 1];
         vec[i] = v0 * fcr - v1 * fci;
         vec[i + 1] = v0 * fci + v1 * fcr;
+      }
+    }
+
+    // The cache keeps k and v in its element type; attention reads them back.
+    if (cacheType_ != KVType::F32) {
+      float (*round)(float) = cacheType_ == KVType::F16 ? roundToF16 : roundToBf16;
+      for (int i = 0; i < kvDim; i++) {
+        k[i] = round(k[i]);
+        v[i] = round(v[i]);
       }
     }
 

@@ -47,6 +47,11 @@ public:
   /// d = max|x| / 127, q = round-half-even(x / d), the product then over d * q.
   void roundInputsToQ8_0(std::set<std::string> weights) { q8Inputs_ = std::move(weights); }
 
+  /// Keys and values are cached rounded to `type` (f16: IEEE binary16,
+  /// bf16: the top 16 bits of the f32, both to nearest even), as a
+  /// quill-compile --kv-type artifact stores them.
+  void roundCacheTo(KVType type) { cacheType_ = type; }
+
   /// Runs `token` at position `pos` and returns the vocabSize logits. Keys and
   /// values are cached per position, so calling pos = 0, 1, ... in order
   /// processes a sequence; calling pos again overwrites that position and
@@ -70,6 +75,7 @@ private:
   ModelConfig config_;
   ReferenceTensors tensors_;
   std::set<std::string> q8Inputs_;
+  KVType cacheType_ = KVType::F32;
   std::vector<float> ropeFrequencies_;
   float attentionFactor_ = 1.0f;
   std::vector<float> keyCache_;   ///< [layer][seqLen][kvDim]

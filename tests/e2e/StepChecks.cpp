@@ -132,7 +132,7 @@ void expectFollowsTheRounding(const std::string &artifact, const OracleFactory &
   std::printf("%s: summed |logit differences| %.4g from the rounded oracle, %.4g from the plain "
               "one\n",
               what.c_str(), offRounded, offPlain);
-  EXPECT_LE(offRounded, offPlain / 3) << what << ": the logits do not follow the Q8_0 rounding";
+  EXPECT_LE(offRounded, offPlain / 3) << what << ": the logits do not follow the oracle's rounding";
 }
 
 OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs) {

@@ -79,6 +79,26 @@ TEST(ArtifactFormat, ConfigAndScheduleRoundTrip) {
   EXPECT_TRUE(validateSchedule(*s, c).isOk());
 }
 
+TEST(ArtifactFormat, TheKVTypeRoundTripsAndAnUnknownOneIsRefused) {
+  for (KVType type : {KVType::F32, KVType::F16, KVType::BF16}) {
+    ModelConfig c = tinyConfig();
+    c.kvType = type;
+    std::vector<uint8_t> bytes = encodeConfig(c);
+    auto decoded = decodeConfig(bytes.data(), bytes.size());
+    ASSERT_TRUE(decoded.isOk()) << decoded.message();
+    EXPECT_EQ(decoded->kvType, type);
+    // kv width 4 (one kv head of dim 8 / 2 heads) in 4 or 2 bytes.
+    EXPECT_EQ(decoded->kvRowBytes(), type == KVType::F32 ? 16u : 8u);
+  }
+  std::vector<uint8_t> bytes = encodeConfig(tinyConfig());
+  bytes.back() = 3; // The KV type is the config's last byte.
+  auto decoded = decodeConfig(bytes.data(), bytes.size());
+  ASSERT_FALSE(decoded.isOk());
+  EXPECT_EQ(decoded.message(), "config section names an unknown KV-cache type 3");
+  EXPECT_EQ(parseKVType("bf16"), KVType::BF16);
+  EXPECT_FALSE(parseKVType("q8_0").has_value());
+}
+
 TEST(ArtifactFormat, EveryTruncationOfAScheduleIsAnError) {
   std::vector<uint8_t> sched = encodeSchedule(tinySchedule());
   for (size_t n = 0; n < sched.size(); ++n)

@@ -116,6 +116,11 @@ struct Flags {
       cl::desc("Store the weight matrices quantized, with llama.cpp's rules: f16, bf16, q8_0, "
                "q4_0 or q4_k_m (default: each keeps its file's encoding)"),
       cl::value_desc("scheme"), cl::cat(category)};
+  cl::opt<std::string> kvType{
+      "kv-type",
+      cl::desc("Element type of the KV cache: f32 (default, keeps the golden text exact), f16 "
+               "or bf16 (half the cache bytes per token; rounded to nearest even)"),
+      cl::value_desc("type"), cl::init("f32"), cl::cat(category)};
 };
 
 /// Checks the flags and fills `options`; prints the problem and returns
@@ -148,6 +153,13 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
     return false;
   }
   options.kvBlockSize = flags.kvBlockSize;
+  std::optional<quill::KVType> kvType = quill::parseKVType(flags.kvType);
+  if (!kvType) {
+    llvm::errs() << "quill-compile: unknown --kv-type '" << flags.kvType
+                 << "' (expected f32, f16 or bf16)\n";
+    return false;
+  }
+  options.kvType = *kvType;
   if (flags.attentionChunk < 0 || flags.attentionChunk > (1 << 20)) {
     llvm::errs() << "quill-compile: --attention-chunk must be from 0 to 1048576\n";
     return false;

@@ -141,7 +141,9 @@ int runQuill(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", device.describe().c_str());
     if (!artifact->weightTable().empty())
       std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
-    std::fprintf(stderr, "kv cache: %llu bytes (%d positions)\n",
+    std::fprintf(stderr, "kv cache: %s, %llu bytes per token, %llu bytes (%d positions)\n",
+                 std::string(kvTypeName(config.kvType)).c_str(),
+                 static_cast<unsigned long long>(config.kvBytesPerToken()),
                  static_cast<unsigned long long>(device.kvCache().bytes()),
                  device.kvCache().capacity());
     std::fprintf(stderr, "sampler: %s, seed %llu\n", sampler.describe().c_str(),

@@ -143,9 +143,34 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs, Value init
 
 ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath) {
   return [fastMath](OpBuilder &b, Location loc, ValueRange args) -> Value {
-    Value product = arith::MulFOp::create(b, loc, args[0], args[1], fastMath);
+    Value product = arith::MulFOp::create(b, loc, widenToF32(b, loc, args[0]),
+                                          widenToF32(b, loc, args[1]), fastMath);
     return arith::AddFOp::create(b, loc, args[2], product, fastMath);
   };
+}
+
+Value widenToF32(OpBuilder &b, Location loc, Value value) {
+  Type type = value.getType();
+  Type element = getElementTypeOrSelf(type);
+  if (element.isF32())
+    return value;
+  Type f32 = b.getF32Type();
+  Type wide = f32;
+  if (auto vector = dyn_cast<VectorType>(type))
+    wide = vector.clone(f32);
+  return arith::ExtFOp::create(b, loc, wide, value);
+}
+
+Value roundToElement(OpBuilder &b, Location loc, Value rows, Type element) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  if (type.getElementType() == element)
+    return rows;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
+  Value init = tensor::EmptyOp::create(b, loc, sizes, element);
+  return buildElementwise(b, loc, ValueRange{rows}, init,
+                          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            return arith::TruncFOp::create(nb, l, element, args[0]);
+                          });
 }
 
 Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,

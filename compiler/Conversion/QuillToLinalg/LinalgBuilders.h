@@ -36,8 +36,23 @@ Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs, Value init
                        const ScalarBody &body);
 
 /// The body `acc + a * b` of a dot-product generic whose block arguments
-/// are (a, b, acc), with the reduction's fast-math flags.
+/// are (a, b, acc), with the reduction's fast-math flags; an f16 or bf16
+/// operand (a KV cache's element) is widened to f32 first.
 ScalarBody multiplyAccumulate(arith::FastMathFlagsAttr fastMath);
+
+/// `value` (a scalar or a vector of f32, f16 or bf16) as f32: an
+/// arith.extf where it is narrower. Where attention reads a KV cache.
+Value widenToF32(OpBuilder &b, Location loc, Value value);
+
+/// The f32 tensor `rows` rounded to `element` (f16 or bf16: arith.truncf,
+/// to nearest even) by an elementwise generic; `rows` itself for f32. What
+/// a KV-cache write stores.
+Value roundToElement(OpBuilder &b, Location loc, Value rows, Type element);
+
+/// The element type of a (shaped) value.
+inline Type elementTypeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getElementType();
+}
 
 /// How a rotary embedding turns a pair's index into its angle's frequency:
 /// llama2.c's 1 / theta^(d / head_dim), or a compile-time table (`table`,

@@ -133,7 +133,7 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
                                       queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) {
       Value view = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({context, kvHeads, headDim}, f32), cache,
+          b, loc, RankedTensorType::get({context, kvHeads, headDim}, elementTypeOf(cache)), cache,
           SmallVector<ReassociationIndices>{{0}, {1, 2}});
       return tensor::ExtractSliceOp::create(
                  b, loc, view, ArrayRef<OpFoldResult>{first, begin, index(0)},

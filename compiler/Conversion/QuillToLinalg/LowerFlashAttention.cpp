@@ -78,9 +78,9 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
         tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
                                       op.getQuery(), SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) -> Value {
-      return tensor::ExpandShapeOp::create(b, loc,
-                                           RankedTensorType::get({context, kvHeads, headDim}, f32),
-                                           cache, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      return tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({context, kvHeads, headDim}, elementTypeOf(cache)), cache,
+          SmallVector<ReassociationIndices>{{0}, {1, 2}});
     };
     Value keys = cacheView(op.getKeys()), values = cacheView(op.getValues());
     Value positions = arith::AddIOp::create(b, loc, op.getPos(), constant(b, loc, 1));
@@ -111,8 +111,8 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
               ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           auto rows = [&](Value view) -> Value {
             return tensor::ExtractSliceOp::create(
-                nb, l, RankedTensorType::get({ShapedType::kDynamic, headDim}, f32), view,
-                ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
+                nb, l, RankedTensorType::get({ShapedType::kDynamic, headDim}, elementTypeOf(view)),
+                view, ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
                 ArrayRef<OpFoldResult>{nf, index(nb, 1), index(nb, headDim)},
                 ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           };

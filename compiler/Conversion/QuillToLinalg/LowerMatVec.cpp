@@ -257,6 +257,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
           b, loc, y,
           ArrayRef<OpFoldResult>{arith::SubIOp::create(b, loc, start, firstValue).getResult()},
           ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      part = roundToElement(b, loc, part, elementTypeOf(cache));
       Value column =
           arith::SubIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, partStart));
       return tensor::InsertSliceOp::create(

@@ -117,11 +117,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
       Value physical = arith::IndexCastOp::create(
           nb, l, nb.getIndexType(),
           tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, j}));
+      Type element = elementTypeOf(cache);
       Value view = tensor::ExpandShapeOp::create(
-          nb, l, RankedTensorType::get({blocks, blockSize, kvHeads, headDim}, f32), cache,
+          nb, l, RankedTensorType::get({blocks, blockSize, kvHeads, headDim}, element), cache,
           SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
       return tensor::ExtractSliceOp::create(
-                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, headDim}, f32), view,
+                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, headDim}, element),
+                 view,
                  ArrayRef<OpFoldResult>{physical, r.slot, nb.getIndexAttr(0), nb.getIndexAttr(0)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
                                         nb.getIndexAttr(headDim)},

@@ -62,6 +62,8 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
           rewriter, loc, source, ArrayRef<OpFoldResult>{begin, rewriter.getIndexAttr(0)},
           ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
     }
+    // Rounded to the cache's element type where it is narrower.
+    source = roundToElement(rewriter, op.getLoc(), source, elementTypeOf(op.getCache()));
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
         op, source, op.getCache(), ArrayRef<OpFoldResult>{at, rewriter.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
@@ -82,6 +84,8 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
     int64_t blockSize = op.getCache().getType().getDimSize(1);
     auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRows = index(blockSize);
+    Type element = elementTypeOf(op.getCache());
+    Value rounded = roundToElement(b, loc, op.getRows(), element);
     auto loop = scf::ForOp::create(
         b, loc, index(0), index(count), index(1), ValueRange{op.getCache()},
         [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
@@ -94,7 +98,7 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
           Value block =
               toIndex(tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, entry}));
           Value row = tensor::ExtractSliceOp::create(
-              nb, l, RankedTensorType::get({width}, nb.getF32Type()), op.getRows(),
+              nb, l, RankedTensorType::get({width}, element), rounded,
               ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
               ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
               ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});

@@ -36,9 +36,11 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
   Value tiles = arith::DivUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, positions, constant(b, loc, kPositions - 1)),
       constant(b, loc, kPositions));
-  auto tileType = VectorType::get({kPositions, headDim}, f32);
+  // Keys are read in the cache's element type and widened in registers.
+  Type element = elementTypeOf(keys);
+  auto tileType = VectorType::get({kPositions, headDim}, element);
   auto rowType = VectorType::get({kPositions}, f32);
-  Value padding = f32Constant(b, loc, 0.0f);
+  Value padding = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(rowType, 0.0f));
   // Keys [position, kv head, d] read as [position, d] at one kv head.
   AffineMap keyTile =
@@ -64,7 +66,8 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
                   tb, tl, tileType, keys, ValueRange{t0, k, constant(tb, tl, 0)},
                   AffineMapAttr::get(keyTile), padding, /*mask=*/Value(),
                   tb.getBoolArrayAttr({false, true}));
-              Value byDim = vector::TransposeOp::create(tb, tl, keysTile, ArrayRef<int64_t>{1, 0});
+              Value byDim = vector::TransposeOp::create(tb, tl, widenToF32(tb, tl, keysTile),
+                                                        ArrayRef<int64_t>{1, 0});
               Value scores = carried[0];
               for (int64_t g = 0; g < group; ++g) {
                 Value acc = zeros;
@@ -96,7 +99,9 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
     return arith::ConstantIndexOp::create(nb, l, v);
   };
   auto rowType = VectorType::get({headDim}, f32);
+  Type element = elementTypeOf(values);
   Value padding = f32Constant(b, loc, 0.0f);
+  Value valuePadding = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
   Value units = tensor::DimOp::create(b, loc, init, 0);
   Value positions = tensor::DimOp::create(b, loc, values, 0);
   // Values [position, kv head, d] read as a row of d at one kv head.
@@ -113,10 +118,12 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
         auto sums = scf::ForOp::create(
             hb, hl, constant(hb, hl, 0), positions, constant(hb, hl, 1), start,
             [&](OpBuilder &tb, Location tl, Value t, ValueRange acc) {
-              Value row = vector::TransferReadOp::create(
-                  tb, tl, rowType, values, ValueRange{t, k, constant(tb, tl, 0)},
-                  AffineMapAttr::get(valueRow), padding, /*mask=*/Value(),
-                  tb.getBoolArrayAttr({true}));
+              Value row = widenToF32(
+                  tb, tl,
+                  vector::TransferReadOp::create(tb, tl, VectorType::get({headDim}, element),
+                                                 values, ValueRange{t, k, constant(tb, tl, 0)},
+                                                 AffineMapAttr::get(valueRow), valuePadding,
+                                                 /*mask=*/Value(), tb.getBoolArrayAttr({true})));
               SmallVector<Value> next;
               for (int64_t g = 0; g < group; ++g) {
                 Value p =

@@ -41,9 +41,13 @@ def Quill_KVCacheOp : Quill_Op<"kv_cache", [Pure]> {
   let description = [{
     The cached keys (`kind = "key"`) or values (`"value"`) of layer `layer`,
     one row per position of the context. Its state persists across steps.
+    Its element type is the KV type chosen at compile time (f32, f16 or
+    bf16): the ops that write it round f32 rows to it (to nearest even),
+    those that read it widen its elements back to f32.
 
     ```mlir
     %k = quill.kv_cache "key" layer 0 : tensor<512x32xf32>
+    %v = quill.kv_cache "value" layer 0 : tensor<512x32xf16>
     ```
 
     In a batch step the cache is paged: `[blocks, block size, kv width]`,
@@ -56,7 +60,7 @@ def Quill_KVCacheOp : Quill_Op<"kv_cache", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$kind, I64Attr:$layer);
-  let results = (outs AnyTypeOf<[Quill_Matrix, Quill_BlockPool]>:$result);
+  let results = (outs AnyTypeOf<[Quill_Cache, Quill_BlockPool]>:$result);
   let assemblyFormat = "$kind `layer` $layer attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -76,8 +80,8 @@ def Quill_KVWriteOp : Quill_Op<"kv_write",
     %k1 = quill.kv_write %krow into %k at %pos : tensor<32xf32> into tensor<512x32xf32>
     ```
   }];
-  let arguments = (ins Quill_Rows:$row, Quill_Matrix:$cache, Index:$pos, Variadic<Index>:$tile);
-  let results = (outs Quill_Matrix:$result);
+  let arguments = (ins Quill_Rows:$row, Quill_Cache:$cache, Index:$pos, Variadic<Index>:$tile);
+  let results = (outs Quill_Cache:$result);
   let assemblyFormat = [{
     $row `into` $cache `at` $pos (`tile` `[` $tile^ `]`)? attr-dict `:` type($row) `into` type($cache)
   }];
@@ -314,12 +318,12 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
         : tensor<64xf32>, tensor<128x64xf32>, tensor<512x32xf32> -> tensor<128xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$input, Quill_WeightMatrix:$weight, Quill_Matrix:$keys,
-                       Quill_Matrix:$values, Index:$pos, Optional<Quill_Vector>:$bias,
+  let arguments = (ins Quill_Vector:$input, Quill_WeightMatrix:$weight, Quill_Cache:$keys,
+                       Quill_Cache:$values, Index:$pos, Optional<Quill_Vector>:$bias,
                        Optional<Quill_Vector>:$freqs, Variadic<Index>:$tile,
                        I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps,
                        OptionalAttr<F32Attr>:$attention_factor, UnitAttr:$q8_input);
-  let results = (outs Quill_Vector:$result, Quill_Matrix:$new_keys, Quill_Matrix:$new_values);
+  let results = (outs Quill_Vector:$result, Quill_Cache:$new_keys, Quill_Cache:$new_values);
   let assemblyFormat = [{
     $input `,` $weight `into` $keys `,` $values `at` $pos (`bias` $bias^ `:` type($bias))?
     (`freqs` $freqs^ `:` type($freqs))? (`tile` `[` $tile^ `]`)? attr-dict
@@ -393,8 +397,8 @@ def Quill_AttentionOp : Quill_Op<"attention", [Quill_TiledOpInterface, Pure]> {
         : tensor<64xf32>, tensor<512x32xf32>, tensor<512x32xf32> -> tensor<64xf32>
     ```
   }];
-  let arguments = (ins Quill_Rows:$query, Quill_Matrix:$keys,
-                       Quill_Matrix:$values, Index:$pos, I64Attr:$num_heads,
+  let arguments = (ins Quill_Rows:$query, Quill_Cache:$keys,
+                       Quill_Cache:$values, Index:$pos, I64Attr:$num_heads,
                        I64Attr:$num_kv_heads, Variadic<Index>:$tile, UnitAttr:$tile_rows,
                        OptionalAttr<I64Attr>:$window);
   let results = (outs Quill_Rows:$result);
@@ -492,7 +496,7 @@ def Quill_AttentionPartialOp : Quill_Op<"attention_partial", [Quill_TiledOpInter
         -> tensor<32x528xf32>
     ```
   }];
-  let arguments = (ins Quill_Vector:$query, Quill_Matrix:$keys, Quill_Matrix:$values,
+  let arguments = (ins Quill_Vector:$query, Quill_Cache:$keys, Quill_Cache:$values,
                        Index:$pos, I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$chunk,
                        Variadic<Index>:$tile, OptionalAttr<I64Attr>:$window);
   let results = (outs Quill_Matrix:$result);

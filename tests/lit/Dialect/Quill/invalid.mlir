@@ -48,8 +48,17 @@ func.func @kv_cache_dynamic() {
 
 // A cache is a matrix.
 func.func @kv_cache_not_matrix() {
-  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float values}}
+  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
   %k = quill.kv_cache "key" layer 0 : tensor<128xf32>
+  return
+}
+
+// -----
+
+// A cache holds f32, f16 or bf16 (the --kv-type choices), nothing else.
+func.func @kv_cache_f64() {
+  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %k = quill.kv_cache "key" layer 0 : tensor<32x4xf64>
   return
 }
 
