@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <utility>
 
 namespace quill {
 
@@ -69,26 +70,31 @@ const int64_t *KernelLibrary::lookupWords(const std::string &symbol) const {
 
 static bool cpuSupports(const std::string &feature) {
   __builtin_cpu_init();
-  if (feature == "avx")
-    return __builtin_cpu_supports("avx");
-  if (feature == "avx2")
-    return __builtin_cpu_supports("avx2");
-  if (feature == "fma")
-    return __builtin_cpu_supports("fma");
-  if (feature == "f16c")
-    return __builtin_cpu_supports("f16c");
-  if (feature == "avx512f")
-    return __builtin_cpu_supports("avx512f");
-  if (feature == "avx512vl")
-    return __builtin_cpu_supports("avx512vl");
-  if (feature == "avx512bw")
-    return __builtin_cpu_supports("avx512bw");
-  if (feature == "avx512dq")
-    return __builtin_cpu_supports("avx512dq");
-  if (feature == "avx512vnni")
-    return __builtin_cpu_supports("avx512vnni");
-  if (feature == "avxvnni")
-    return __builtin_cpu_supports("avxvnni");
+  // __builtin_cpu_supports takes a literal: one entry per feature the
+  // compiler may list (CpuMachine::requiredFeatures).
+#define QUILL_CPU_FEATURE(name)                                                                    \
+  {                                                                                                \
+    name, [] { return __builtin_cpu_supports(name) != 0; }                                         \
+  }
+  static const std::pair<const char *, bool (*)()> kFeatures[] = {
+      QUILL_CPU_FEATURE("avx"),          QUILL_CPU_FEATURE("avx2"),
+      QUILL_CPU_FEATURE("fma"),          QUILL_CPU_FEATURE("f16c"),
+      QUILL_CPU_FEATURE("avx512f"),      QUILL_CPU_FEATURE("avx512vl"),
+      QUILL_CPU_FEATURE("avx512bw"),     QUILL_CPU_FEATURE("avx512dq"),
+      QUILL_CPU_FEATURE("avx512vnni"),   QUILL_CPU_FEATURE("avxvnni"),
+      QUILL_CPU_FEATURE("avx512bf16"),   QUILL_CPU_FEATURE("avx512fp16"),
+      QUILL_CPU_FEATURE("avx512vbmi"),   QUILL_CPU_FEATURE("avx512vbmi2"),
+      QUILL_CPU_FEATURE("avx512bitalg"), QUILL_CPU_FEATURE("avx512vpopcntdq"),
+      QUILL_CPU_FEATURE("avx512ifma"),   QUILL_CPU_FEATURE("gfni"),
+      QUILL_CPU_FEATURE("vpclmulqdq"),   QUILL_CPU_FEATURE("vaes"),
+      QUILL_CPU_FEATURE("bmi"),          QUILL_CPU_FEATURE("bmi2"),
+      QUILL_CPU_FEATURE("lzcnt"),        QUILL_CPU_FEATURE("popcnt"),
+      QUILL_CPU_FEATURE("movbe"),
+  };
+#undef QUILL_CPU_FEATURE
+  for (const auto &[name, supported] : kFeatures)
+    if (feature == name)
+      return supported();
   return false; // A feature this runtime cannot check: refuse rather than crash.
 }
 

@@ -210,6 +210,23 @@ TEST(HostileArtifact, ConfigAndBatchLayoutMustMatchTheKernels) {
   EXPECT_NE(withLayout([](BatchLayout &l) { l.tableWidth += 1; }), "");
 }
 
+TEST(HostileArtifact, KernelsForACpuFeatureThisOneLacksAreRefused) {
+  std::vector<Section> sections = readSections(goodArtifact());
+  Section &target = sectionOf(sections, SectionKind::Target);
+  std::string text(target.bytes.begin(), target.bytes.end());
+  // The kernels ask for every extension the host has that LLVM may use:
+  // AVX512-FP16 (vcvtph2psx, for f16 caches and weights) among them.
+  EXPECT_EQ(text.find("avx512fp16") != std::string::npos, __builtin_cpu_supports("avx512fp16") != 0)
+      << text;
+  text += ",sse9"; // No CPU has it.
+  target.bytes.assign(text.begin(), text.end());
+  std::string error = loadError(writeSections(sections, "cpu-feature"));
+  EXPECT_NE(error.find(": this CPU lacks sse9, which the kernels were compiled for; recompile "
+                       "with --cpu"),
+            std::string::npos)
+      << error;
+}
+
 TEST(HostileArtifact, UnknownAndRepeatedSectionsAreRefused) {
   std::vector<Section> sections = readSections(goodArtifact());
   sections.push_back({99, std::vector<uint8_t>(8, 0)});

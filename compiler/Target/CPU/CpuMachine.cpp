@@ -60,10 +60,16 @@ std::string CpuMachine::description() const {
 }
 
 std::string CpuMachine::requiredFeatures() const {
-  // The ISA extensions that change the generated vector code; the runtime
-  // refuses an artifact whose host lacks one of them.
-  static const char *kChecked[] = {"avx",      "avx2",     "fma",      "f16c",       "avx512f",
-                                   "avx512vl", "avx512bw", "avx512dq", "avx512vnni", "avxvnni"};
+  // The ISA extensions LLVM may use in the generated code (vector and
+  // scalar: vcvtph2psx for f16 caches is AVX512-FP16, tzcnt is BMI); the
+  // runtime refuses an artifact whose host lacks one of them.
+  static const char *kChecked[] = {"avx",        "avx2",        "fma",          "f16c",
+                                   "avx512f",    "avx512vl",    "avx512bw",     "avx512dq",
+                                   "avx512vnni", "avxvnni",     "avx512bf16",   "avx512fp16",
+                                   "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq",
+                                   "avx512ifma", "gfni",        "vpclmulqdq",   "vaes",
+                                   "bmi",        "bmi2",        "lzcnt",        "popcnt",
+                                   "movbe"};
   const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
   std::string out;
   for (const char *feature : kChecked)
