@@ -1,5 +1,6 @@
 // quill.attention_partial / quill.attention_merge -> linalg: attention over
 // chunks of the cache, then the chunks combined in a fixed order.
+#include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -49,12 +50,13 @@ std::tuple<Value, Value, Value> chunkSoftmax(OpBuilder &b, Location loc, Value s
 }
 
 struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerAttentionPartial(MLIRContext *ctx, std::shared_ptr<const KernelBuilder> builder)
+      : OpRewritePattern(ctx), builder(std::move(builder)) {}
+  std::shared_ptr<const KernelBuilder> builder; ///< Scores and weighted sums.
 
   LogicalResult matchAndRewrite(AttentionPartialOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     PatternRewriter &b = rewriter;
-    MLIRContext *ctx = b.getContext();
     const int64_t kvHeads = op.getNumKvHeads(), group = op.getGroup();
     const int64_t headDim = op.getHeadDim(), chunk = op.getChunk(), chunks = op.getChunks();
     const int64_t context = op.getKeys().getType().getDimSize(0);
@@ -87,7 +89,6 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     // With a sliding window, chunks start no earlier than its first position.
     Value firstPosition =
         op.getWindow() ? windowStart(b, loc, op.getPos(), op.getWindow()) : Value();
-    auto fastMath = reductionFastMath(b);
     Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
 
     auto loop = scf::ForOp::create(
@@ -117,27 +118,36 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
                 ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           };
           Value k = rows(keys), v = rows(values);
-          AffineExpr g, t, d;
-          bindDims(ctx, g, t, d);
-          auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
+          // The builder's forms take one kv head's views: q as [1, group,
+          // d], the cache rows as [n, 1, d], results [1, group, *].
+          auto withHead = [&](Value x, int64_t at) {
+            auto type = cast<RankedTensorType>(x.getType());
+            SmallVector<int64_t> shape(type.getShape());
+            shape.insert(shape.begin() + at, 1);
+            SmallVector<ReassociationIndices> groups =
+                at == 0 ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
+                        : SmallVector<ReassociationIndices>{{0}, {1, 2}};
+            return tensor::ExpandShapeOp::create(nb, l, type.clone(shape), x, groups).getResult();
+          };
+          auto withoutHead = [&](Value x) {
+            return tensor::CollapseShapeOp::create(nb, l, x,
+                                                   SmallVector<ReassociationIndices>{{0, 1}, {2}})
+                .getResult();
+          };
           // scores[g, t] = q[g] . K[t] / sqrt(head_dim)
-          Value scores = scratchSlice(nb, l, {group, chunk}, {index(nb, group), nf}, 0.0f);
-          scores = buildGeneric(
-              nb, l, ValueRange{q, k}, scores, {map3({g, d}), map3({t, d}), map3({g, t})},
-              {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
-              multiplyAccumulate(fastMath));
+          Value scores =
+              scratchSlice(nb, l, {1, group, chunk}, {index(nb, 1), index(nb, group), nf}, 0.0f);
+          scores =
+              withoutHead(builder->attentionScores(nb, l, withHead(q, 0), withHead(k, 1), scores));
           scores = buildElementwise(nb, l, ValueRange{}, scores,
                                     [&](OpBuilder &bb, Location bl, ValueRange args) -> Value {
                                       return arith::DivFOp::create(bb, bl, args[0], root);
                                     });
           auto [max, exps, sum] = chunkSoftmax(nb, l, scores, group);
-          // o[g, d] = sum_t e[g, t] V[t, d], loops (g, t, d).
-          Value o = buildGeneric(
-              nb, l, ValueRange{exps, v},
-              filledTensor(nb, l, {index(nb, group), index(nb, headDim)}, 0.0f),
-              {map3({g, t}), map3({t, d}), map3({g, d})},
-              {IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
-              multiplyAccumulate(fastMath));
+          // o[g, d] = sum_t e[g, t] V[t, d].
+          Value o = withoutHead(builder->attentionWeightedSum(
+              nb, l, withHead(exps, 0), withHead(v, 1),
+              filledTensor(nb, l, {index(nb, 1), index(nb, group), index(nb, headDim)}, 0.0f)));
           // The row: per query head, o (head_dim), max, sum.
           Value row = tensor::EmptyOp::create(nb, l, ArrayRef<int64_t>{group, headDim + 2}, f32);
           auto put = [&](Value piece, int64_t column, int64_t width) {
@@ -319,7 +329,8 @@ struct LowerAttentionMerge : OpRewritePattern<AttentionMergeOp> {
 
 } // namespace
 
-void mlir::quill::populateLowerFlashAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttentionPartial>(patterns.getContext());
+void mlir::quill::populateLowerFlashAttentionPatterns(
+    RewritePatternSet &patterns, std::shared_ptr<const KernelBuilder> builder) {
+  patterns.add<LowerAttentionPartial>(patterns.getContext(), std::move(builder));
   patterns.add<LowerAttentionMerge>(patterns.getContext());
 }

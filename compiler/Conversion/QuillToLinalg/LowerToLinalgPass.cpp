@@ -26,7 +26,7 @@ void mlir::quill::populateQuillToLinalgPatterns(RewritePatternSet &patterns,
   populateLowerElementwisePatterns(patterns);
   populateLowerStatePatterns(patterns);
   populateLowerAttentionPatterns(patterns, builder);
-  populateLowerFlashAttentionPatterns(patterns);
+  populateLowerFlashAttentionPatterns(patterns, builder);
   populateLowerPagedAttentionPatterns(patterns, builder);
 }
 

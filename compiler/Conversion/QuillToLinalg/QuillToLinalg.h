@@ -27,7 +27,8 @@ void populateLowerStatePatterns(RewritePatternSet &patterns);
 void populateLowerAttentionPatterns(RewritePatternSet &patterns,
                                     std::shared_ptr<const KernelBuilder> builder);
 /// quill.attention_partial and quill.attention_merge (flash-decoding).
-void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns);
+void populateLowerFlashAttentionPatterns(RewritePatternSet &patterns,
+                                         std::shared_ptr<const KernelBuilder> builder);
 /// quill.paged_attention: per row, through its block table.
 void populateLowerPagedAttentionPatterns(RewritePatternSet &patterns,
                                          std::shared_ptr<const KernelBuilder> builder);

@@ -211,12 +211,16 @@ Value CpuKernelBuilder::attentionScores(OpBuilder &b, Location loc, Value query,
                                         Value init) const {
   if (Value scores = smallHeadScores(b, loc, query, keys, init))
     return scores;
+  if (Value scores = wideHeadScores(b, loc, query, keys, init))
+    return scores;
   return KernelBuilder::attentionScores(b, loc, query, keys, init);
 }
 
 Value CpuKernelBuilder::attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
                                              Value init) const {
   if (Value sum = smallHeadWeightedSum(b, loc, probs, values, init))
+    return sum;
+  if (Value sum = wideHeadWeightedSum(b, loc, probs, values, init))
     return sum;
   return KernelBuilder::attentionWeightedSum(b, loc, probs, values, init);
 }

@@ -135,5 +135,9 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
 /// (AttentionMicrokernels.cpp).
 Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
 Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
+/// The same for heads of more than 16 dimensions, a multiple of 8
+/// (WideHeadAttention.cpp).
+Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
+Value wideHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
 
 } // namespace mlir::quill

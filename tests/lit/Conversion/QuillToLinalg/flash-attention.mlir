@@ -9,7 +9,11 @@
 // CHECK: arith.divui %[[U]], %c4
 // CHECK: arith.remui %[[U]], %c4
 // CHECK: arith.minui %{{.*}}, %[[N]]
-// CHECK: bufferization.alloc_tensor() : tensor<2x256xf32>
+// The scores and the weighted sum are the kernel builder's forms over one kv
+// head: q as [1, group, d], the chunk's cache rows as [n, 1, d].
+// CHECK: bufferization.alloc_tensor() : tensor<1x2x256xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [%{{.*}}, 1, 8] : tensor<?x8xf32> into tensor<?x1x8xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<1x2x?xf32>)
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 8] [2, 1] [1, 1]

@@ -123,3 +123,29 @@ func.func @attention_small_heads(%q: tensor<32xf32>, %k: tensor<32x16xf32>, %v: 
       : tensor<32xf32>, tensor<32x16xf32>, tensor<32x16xf32> -> tensor<32xf32>
   return %o : tensor<32xf32>
 }
+
+// -----
+
+// Heads of 32 elements over an f16 cache take the wide-head microkernels:
+// per kv head and position, the key row is read as two vector<16xf16>
+// widened to f32 once, each query head's score is a multiply, an FMA and
+// one horizontal sum; the weighted sum carries 2 vectors per query head
+// (4 in all) through the loop over positions, each value row read once.
+// CHECK-LABEL: func.func @attention_wide_heads
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[K0:.*]] = vector.transfer_read %{{.*}}[%[[T]], %[[K]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x2x32xf16>, vector<16xf16>
+// CHECK-NEXT: arith.extf %[[K0]] : vector<16xf16> to vector<16xf32>
+// CHECK-COUNT-2: vector.reduction <add>
+// CHECK: math.exp
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: linalg.generic {{.*}}"reduction", "parallel"]
+// CHECK: return
+func.func @attention_wide_heads(%q: tensor<128xf32>, %k: tensor<32x64xf16>, %v: tensor<32x64xf16>,
+                                %pos: index) -> tensor<128xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<128xf32>, tensor<32x64xf16>, tensor<32x64xf16> -> tensor<128xf32>
+  return %o : tensor<128xf32>
+}
