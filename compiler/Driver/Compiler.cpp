@@ -109,6 +109,16 @@ Status checkContextFits(const CompileOptions &options, const ModelConfig &config
                        std::to_string(kMaxKernelTemporaryBytes / sizeof(float) / config.nHeads) +
                        " positions for this model)");
 }
+/// A Q8_0 cache quantizes each head's keys and values in blocks of 32: a
+/// block must not straddle two heads.
+Status checkKVTypeFits(const CompileOptions &options, const ModelConfig &config) {
+  if (config.kvType != KVType::Q8_0 || config.headDim() % int32_t(kQ8BlockElements) == 0)
+    return Status::ok();
+  return Status::error(options.modelPath +
+                       ": --kv-type q8_0 needs a head dimension that is a "
+                       "multiple of 32; this model's is " +
+                       std::to_string(config.headDim()));
+}
 } // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
@@ -119,6 +129,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   ModelConfig config = (*model)->config();
   config.kvType = options.kvType;
   if (Status s = checkContextFits(options, config); !s)
+    return s;
+  if (Status s = checkKVTypeFits(options, config); !s)
     return s;
 
   const Target *target = lookupTarget(options.pipeline.target);

@@ -30,9 +30,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   auto vec = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
   auto mat = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, f32); };
   // The caches hold the compile-time KV type; attention widens what it reads.
-  Type kvElement = config.kvType == KVType::F16    ? Type(b.getF16Type())
-                   : config.kvType == KVType::BF16 ? Type(b.getBF16Type())
-                                                   : f32;
+  Type kvElement = mlir::quill::weightElementType(b.getContext(), kvTypeName(config.kvType));
   auto cacheMatrix = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, kvElement); };
   // Activations: one vector, or one row per token.
   auto act = [&](int64_t n) { return rows ? mat(rows, n) : vec(n); };

@@ -87,6 +87,9 @@ ErrorOr<ModelConfig> decodeConfig(const uint8_t *data, size_t size) {
       !(c.ropeAttentionFactor > 0) || !std::isfinite(c.ropeTheta) || !(c.normEps > 0) ||
       c.bosId < 0 || c.bosId >= c.vocabSize || c.eosId < 0 || c.eosId >= c.vocabSize)
     return Status::error("config section holds impossible dimensions");
+  if (c.kvType == KVType::Q8_0 && c.headDim() % int32_t(kQ8BlockElements) != 0)
+    return Status::error("config section holds a q8_0 KV cache with heads of " +
+                         std::to_string(c.headDim()) + ", not whole blocks of 32");
   return c;
 }
 

@@ -56,7 +56,7 @@ struct ModelConfig {
   int32_t qDim() const { return headDim() * nHeads; }
   int32_t kvDim() const { return headDim() * nKvHeads; }
   /// Bytes of one cached position of one layer's keys (or values).
-  uint64_t kvRowBytes() const { return uint64_t(kvDim()) * kvElementBytes(kvType); }
+  uint64_t kvRowBytes() const { return kvBytesOf(kvType, uint64_t(kvDim())); }
   /// KV-cache bytes one position takes over all layers, keys and values.
   uint64_t kvBytesPerToken() const { return 2 * uint64_t(nLayers) * kvRowBytes(); }
   /// The tokens that end generation: eosId, the extra end tokens, and BOS

@@ -1,9 +1,10 @@
-// quill-compile --kv-type: caches of f16 or bf16. The decode (plain and
-// flash-decoding), prefill and batch steps agree with the reference
-// forward pass whose cache rounds k and v the same way (the rounding
-// written in the oracle from the formats' definitions), follow that
-// rounding rather than f32 caches, stay thread invariant, and take half
-// the bytes; the reports say the type and the bytes per token.
+// quill-compile --kv-type: caches of f16, bf16 or Q8_0 blocks. The decode
+// (plain and flash-decoding), prefill and batch steps agree with the
+// reference forward pass whose cache rounds k and v the same way (the
+// rounding and the Q8_0 quantization written in the oracle from the
+// formats' definitions), follow that rounding rather than f32 caches, stay
+// thread invariant, and take half the bytes (34 per 32 values for Q8_0);
+// the reports say the type and the bytes per token.
 #include "ReferenceForward.h"
 #include "StepChecks.h"
 #include "TestSupport.h"
@@ -28,16 +29,22 @@ OracleFactory roundedOracle(const std::string &path, KVType type) {
 struct Case {
   const char *name;
   KVType type;
-  /// Heads of 8 (the CPU's small-head attention) or 32 (the generic
-  /// form, split into flash-decoding chunks of 16 over the context of 64).
-  bool wideHeads;
+  /// Heads of 8 (the CPU's small-head attention), of 32 (the wide-head
+  /// microkernels, and for Q8_0 one block per head), or of 64 with 8 query
+  /// heads per kv head (too many accumulators for the wide-head weighted
+  /// sum: the generic form).
+  enum Heads { Small, Wide, Grouped } heads;
   bool emulateCuda; ///< The CUDA target's kernels, run on the CPU.
+  /// Decode attention split into flash-decoding chunks of 16 over the
+  /// context of 64.
+  bool flashDecoding;
 };
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
 ModelConfig shapeOf(const Case &k) {
-  ModelConfig c =
-      k.wideHeads ? llamaShape(128, 256, 2, 4, 2, 320, 64) : llamaShape(64, 160, 2, 8, 4, 320, 64);
+  ModelConfig c = k.heads == Case::Wide      ? llamaShape(128, 256, 2, 4, 2, 320, 64)
+                  : k.heads == Case::Grouped ? llamaShape(512, 256, 2, 8, 1, 320, 64)
+                                             : llamaShape(64, 160, 2, 8, 4, 320, 64);
   c.kvType = k.type; // As the artifact's config says: the paged cache's rows.
   return c;
 }
@@ -51,7 +58,7 @@ TEST_P(KVTypes, StepsMatchTheReferenceWhoseCacheRoundsTheSameWay) {
   std::string model = synthesizeModel(c, name, 1, 41);
   std::string flags = "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4 --kv-type " +
                       std::string(kvTypeName(k.type));
-  if (k.wideHeads)
+  if (k.flashDecoding)
     flags += " --attention-chunk 16";
   if (k.emulateCuda)
     flags += " --emulate-cuda-kernels";
@@ -65,21 +72,27 @@ TEST_P(KVTypes, StepsMatchTheReferenceWhoseCacheRoundsTheSameWay) {
   // also sit far closer to the rounded oracle than to the plain one.
   expectFollowsTheRounding(artifact, rounded, oracleFile(model), c, k.name);
 
-  // Half the bytes of an f32 cache: 2 layers x (keys, values) x 64
-  // positions x kv width x 2 bytes.
+  // 2 layers x (keys, values) x 64 positions x kv width x 2 bytes (half an
+  // f32 cache), or for Q8_0 34 bytes per 32 values.
   LoadedArtifact loaded = load(artifact, 1);
   ASSERT_TRUE(loaded.device);
   EXPECT_EQ(loaded.artifact->config().kvType, k.type);
-  EXPECT_EQ(loaded.device->kvCache().bytes(), uint64_t(2 * 2 * 64) * c.kvDim() * 2);
+  const uint64_t rowBytes = k.type == KVType::Q8_0 ? c.kvDim() / 32 * 34 : c.kvDim() * 2;
+  EXPECT_EQ(loaded.device->kvCache().bytes(), uint64_t(2 * 2 * 64) * rowBytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, KVTypes,
-                         ::testing::Values(Case{"f16_small_heads", KVType::F16, false, false},
-                                           Case{"bf16_small_heads", KVType::BF16, false, false},
-                                           Case{"f16_flash_decoding", KVType::F16, true, false},
-                                           Case{"bf16_flash_decoding", KVType::BF16, true, false},
-                                           Case{"f16_emulated_cuda", KVType::F16, true, true}),
-                         [](const auto &info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Types, KVTypes,
+    ::testing::Values(Case{"f16_small_heads", KVType::F16, Case::Small, false, false},
+                      Case{"bf16_small_heads", KVType::BF16, Case::Small, false, false},
+                      Case{"f16_flash_decoding", KVType::F16, Case::Wide, false, true},
+                      Case{"bf16_flash_decoding", KVType::BF16, Case::Wide, false, true},
+                      Case{"f16_emulated_cuda", KVType::F16, Case::Wide, true, true},
+                      Case{"q8_0_wide_heads", KVType::Q8_0, Case::Wide, false, false},
+                      Case{"q8_0_grouped_heads", KVType::Q8_0, Case::Grouped, false, false},
+                      Case{"q8_0_flash_decoding", KVType::Q8_0, Case::Wide, false, true},
+                      Case{"q8_0_emulated_cuda", KVType::Q8_0, Case::Wide, true, true}),
+    [](const auto &info) { return std::string(info.param.name); });
 
 TEST(KVTypes, ReportsSayTheTypeAndTheBytesPerToken) {
   ModelConfig c = llamaShape(64, 160, 2, 8, 4, 320, 64);
@@ -100,13 +113,37 @@ TEST(KVTypes, ReportsSayTheTypeAndTheBytesPerToken) {
       << verbose.err;
 }
 
+TEST(KVTypes, AQ8_0CacheReportsItsBlockBytes) {
+  ModelConfig c = llamaShape(128, 256, 2, 4, 2, 320, 64);
+  std::string artifact = compileSynthetic(c, "kv-report-q8", "--kv-type q8_0");
+  ASSERT_FALSE(artifact.empty());
+  // 2 layers x (keys, values) x kv width 64 in 2 blocks of 34 bytes.
+  const std::string perToken = std::to_string(2 * 2 * 2 * 34);
+  CommandResult json = run(quote(tool("quill-run")) + " " + quote(artifact) +
+                           " --bench --json --bench-prompt 8 --bench-decode 4");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  EXPECT_NE(json.out.find("\"kv_type\":\"q8_0\",\"kv_bytes_per_token\":" + perToken + ","),
+            std::string::npos)
+      << json.out;
+}
+
+TEST(KVTypes, AQ8_0CacheNeedsHeadsOfWholeBlocks) {
+  ModelConfig c = llamaShape(64, 160, 2, 8, 4, 320, 64); // Heads of 8.
+  std::string model = synthesizeModel(c, "kv-q8-narrow");
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+                        quote(syntheticTokenizer(c.vocabSize)) + " --kv-type q8_0 -o " +
+                        quote(tempDir() + "/kv-q8-narrow.qm"));
+  expectCleanFailure(
+      r, "--kv-type q8_0 needs a head dimension that is a multiple of 32; this model's is 8");
+}
+
 TEST(KVTypes, AnUnknownTypeIsOneLine) {
   ModelConfig c = llamaShape(64, 160, 2, 8, 4, 320, 64);
   std::string model = synthesizeModel(c, "kv-bad");
   CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
                         quote(syntheticTokenizer(c.vocabSize)) + " --kv-type q4 -o " +
                         quote(tempDir() + "/kv-bad.qm"));
-  expectCleanFailure(r, "unknown --kv-type 'q4' (expected f32, f16 or bf16)");
+  expectCleanFailure(r, "unknown --kv-type 'q4' (expected f32, f16, bf16 or q8_0)");
 }
 
 } // namespace

@@ -43,6 +43,23 @@ float roundToF16(float x) {
   return std::copysign(std::nearbyint(magnitude / step) * step, x);
 }
 
+/// `row` (whole blocks of 32) quantized to GGUF Q8_0 blocks and read back,
+/// as a cache write and read do: d = amax / 127, q = x / d rounded half to
+/// even (ggml-cpu's AVX quantize_row_q8_0 rounds with _MM_ROUND_NEAREST),
+/// the stored scale d rounded to fp16, each value fp16(d) * q.
+void roundToQ8_0(float *row, int size) {
+  for (int block = 0; block < size; block += 32) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; i++)
+      amax = std::max(amax, std::fabs(row[block + i]));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    const float stored = roundToF16(d);
+    for (int i = 0; i < 32; i++)
+      row[block + i] = stored * std::nearbyint(row[block + i] * inverse);
+  }
+}
+
 /// o = weight * x / rms(x), with llama2.c's epsilon placement.
 void rmsnorm(float *o, const float *x, const float *weight, int size, float eps) {
   float ss = 0.0f;
@@ -332,7 +349,10 @@ std::vector<float> ReferenceModel::forward(int token, int pos) {
     }
 
     // The cache keeps k and v in its element type; attention reads them back.
-    if (cacheType_ != KVType::F32) {
+    if (cacheType_ == KVType::Q8_0) {
+      roundToQ8_0(k, kvDim);
+      roundToQ8_0(v, kvDim);
+    } else if (cacheType_ != KVType::F32) {
       float (*round)(float) = cacheType_ == KVType::F16 ? roundToF16 : roundToBf16;
       for (int i = 0; i < kvDim; i++) {
         k[i] = round(k[i]);

@@ -91,12 +91,33 @@ TEST(ArtifactFormat, TheKVTypeRoundTripsAndAnUnknownOneIsRefused) {
     EXPECT_EQ(decoded->kvRowBytes(), type == KVType::F32 ? 16u : 8u);
   }
   std::vector<uint8_t> bytes = encodeConfig(tinyConfig());
-  bytes.back() = 3; // The KV type is the config's last byte.
+  bytes.back() = 4; // The KV type is the config's last byte.
   auto decoded = decodeConfig(bytes.data(), bytes.size());
   ASSERT_FALSE(decoded.isOk());
-  EXPECT_EQ(decoded.message(), "config section names an unknown KV-cache type 3");
+  EXPECT_EQ(decoded.message(), "config section names an unknown KV-cache type 4");
   EXPECT_EQ(parseKVType("bf16"), KVType::BF16);
-  EXPECT_FALSE(parseKVType("q8_0").has_value());
+  EXPECT_EQ(parseKVType("q8_0"), KVType::Q8_0);
+  EXPECT_FALSE(parseKVType("q4_0").has_value());
+}
+
+TEST(ArtifactFormat, AQ8_0CacheTakes34BytesPer32ValuesAndNeedsWholeBlocksPerHead) {
+  ModelConfig c = tinyConfig();
+  c.dim = 128, c.nHeads = 4, c.nKvHeads = 2; // Heads of 32: kv width 64.
+  c.kvType = KVType::Q8_0;
+  std::vector<uint8_t> bytes = encodeConfig(c);
+  auto decoded = decodeConfig(bytes.data(), bytes.size());
+  ASSERT_TRUE(decoded.isOk()) << decoded.message();
+  EXPECT_EQ(decoded->kvType, KVType::Q8_0);
+  EXPECT_EQ(decoded->kvRowBytes(), 2u * 34u); // Two blocks: an fp16 scale and 32 int8 each.
+  EXPECT_EQ(decoded->kvBytesPerToken(), 2u * uint64_t(c.nLayers) * 68u);
+  // Heads of 4 (tinyConfig's) cannot hold whole blocks: a corrupt artifact.
+  ModelConfig narrow = tinyConfig();
+  narrow.kvType = KVType::Q8_0;
+  bytes = encodeConfig(narrow);
+  decoded = decodeConfig(bytes.data(), bytes.size());
+  ASSERT_FALSE(decoded.isOk());
+  EXPECT_EQ(decoded.message(),
+            "config section holds a q8_0 KV cache with heads of 4, not whole blocks of 32");
 }
 
 TEST(ArtifactFormat, EveryTruncationOfAScheduleIsAnError) {

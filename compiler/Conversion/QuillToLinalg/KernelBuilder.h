@@ -53,7 +53,10 @@ public:
   /// vector, [T] for T rows), in llama2.c's order.
   virtual Value rmsScales(OpBuilder &b, Location loc, Value input, float eps) const;
 
-  /// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t].
+  /// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t]. The cache views
+  /// (keys here, values below) are [position, kv head, head width] slices of
+  /// a headsView (CacheAccess.h): f32, f16 or bf16 elements, or the i8 bytes
+  /// of a Q8_0 cache's heads.
   virtual Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                                 Value init) const;
 

@@ -1,6 +1,8 @@
 // Small builders shared by the quill-to-linalg lowerings.
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
+
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -57,8 +59,23 @@ Value attentionContraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Val
                   : SmallVector<AffineMap>{map4({k, g, t}), map4({t, k, d}), map4({k, g, d})};
   SmallVector<IteratorType> iterators = reduceOverD ? SmallVector<IteratorType>{par, par, par, red}
                                                     : SmallVector<IteratorType>{par, par, red, par};
-  return buildGeneric(b, loc, ValueRange{lhs, rhs}, init, maps, iterators,
-                      multiplyAccumulate(reductionFastMath(b)));
+  auto fastMath = reductionFastMath(b);
+  if (!isQuantizedCache(rhs))
+    return buildGeneric(b, loc, ValueRange{lhs, rhs}, init, maps, iterators,
+                        multiplyAccumulate(fastMath));
+  // A Q8_0 cache's head rows are bytes: each element decoded where it is
+  // read (the loops' extents come from the query or probabilities and the
+  // output alone).
+  maps.erase(maps.begin() + 1);
+  return buildGeneric(b, loc, ValueRange{lhs}, init, maps, iterators,
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value kIndex = linalg::IndexOp::create(nb, l, 0),
+                              tIndex = linalg::IndexOp::create(nb, l, 2);
+                        Value element = readHeadElement(nb, l, rhs, ValueRange{tIndex, kIndex},
+                                                        linalg::IndexOp::create(nb, l, 3));
+                        Value product = arith::MulFOp::create(nb, l, args[0], element, fastMath);
+                        return arith::AddFOp::create(nb, l, args[1], product, fastMath);
+                      });
 }
 } // namespace
 

@@ -102,7 +102,8 @@ Value scaleRows(OpBuilder &b, Location loc, Value values, Value scales);
 
 /// Adds q[k, g, :] . K[t, k, :] into `init` [k, g, t] (zero-filled):
 /// attention scores of query heads [kv head, group, d] over keys
-/// [position, kv head, d], as a linalg.generic.
+/// [position, kv head, head width] (a headsView: elements, or a Q8_0 head's
+/// bytes), as a linalg.generic.
 Value attentionScoresGeneric(OpBuilder &b, Location loc, Value query, Value keys, Value init);
 /// Adds sum_t p[k, g, t] * V[t, k, d] into `init` [k, g, d], as a
 /// linalg.generic whose loops run (k, g, t, d): the innermost along

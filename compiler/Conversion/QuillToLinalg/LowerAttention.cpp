@@ -1,5 +1,6 @@
 // quill.attention -> scores, softmax and weighted sum as linalg.generic ops
 // over [kv head, query head in group, position], for kv heads [begin, end).
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
@@ -127,17 +128,16 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       first = start;
     }
 
-    // Views: q as [kv head, group, d]; caches as [position, kv head, d].
+    // Views: q as [kv head, group, d]; caches as [position, kv head, head
+    // width] (headsView: elements, or a Q8_0 head's bytes).
     Value query =
         tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
                                       queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
     auto cacheView = [&](Value cache) {
-      Value view = tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({context, kvHeads, headDim}, elementTypeOf(cache)), cache,
-          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+      Value view = headsView(b, loc, cache, kvHeads, headDim);
       return tensor::ExtractSliceOp::create(
                  b, loc, view, ArrayRef<OpFoldResult>{first, begin, index(0)},
-                 ArrayRef<OpFoldResult>{positions, units, index(headDim)},
+                 ArrayRef<OpFoldResult>{positions, units, index(headWidth(cache, headDim))},
                  ArrayRef<OpFoldResult>{index(1), index(1), index(1)})
           .getResult();
     };

@@ -1,5 +1,6 @@
 // quill.attention_partial / quill.attention_merge -> linalg: attention over
 // chunks of the cache, then the chunks combined in a fixed order.
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
@@ -79,12 +80,9 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     Value query =
         tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
                                       op.getQuery(), SmallVector<ReassociationIndices>{{0, 1, 2}});
-    auto cacheView = [&](Value cache) -> Value {
-      return tensor::ExpandShapeOp::create(
-          b, loc, RankedTensorType::get({context, kvHeads, headDim}, elementTypeOf(cache)), cache,
-          SmallVector<ReassociationIndices>{{0}, {1, 2}});
-    };
-    Value keys = cacheView(op.getKeys()), values = cacheView(op.getValues());
+    Value keys = headsView(b, loc, op.getKeys(), kvHeads, headDim);
+    Value values = headsView(b, loc, op.getValues(), kvHeads, headDim);
+    const int64_t width = headWidth(op.getKeys(), headDim);
     Value positions = arith::AddIOp::create(b, loc, op.getPos(), constant(b, loc, 1));
     // With a sliding window, chunks start no earlier than its first position.
     Value firstPosition =
@@ -112,9 +110,9 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
               ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           auto rows = [&](Value view) -> Value {
             return tensor::ExtractSliceOp::create(
-                nb, l, RankedTensorType::get({ShapedType::kDynamic, headDim}, elementTypeOf(view)),
+                nb, l, RankedTensorType::get({ShapedType::kDynamic, width}, elementTypeOf(view)),
                 view, ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
-                ArrayRef<OpFoldResult>{nf, index(nb, 1), index(nb, headDim)},
+                ArrayRef<OpFoldResult>{nf, index(nb, 1), index(nb, width)},
                 ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           };
           Value k = rows(keys), v = rows(values);

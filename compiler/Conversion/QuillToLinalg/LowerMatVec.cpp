@@ -4,6 +4,7 @@
 // the residual add, and for project_qkv the rotary embedding and the cache
 // writes. The products themselves come from the KernelBuilder: generic
 // linalg here, a target's microkernels or warp sums where it has them.
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
@@ -182,7 +183,7 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
   }
 };
 
-/// quill.project_qkv: the rows [first, first + count) (a tile's pairs of
+/// quill.project_qkv: the rows [first, first + count) (a tile's units of
 /// rows) of W x (normalized
 /// first with norm_eps), Q and K rows rotated, and the K and V rows among
 /// them stored into row pos of the caches.
@@ -201,11 +202,11 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     const int64_t headDim = frequencies.headDim;
     OpFoldResult first = b.getIndexAttr(0), count = b.getIndexAttr(rows);
     if (op.isTiled()) {
-      // The tile counts pairs of rows.
-      Value two = arith::ConstantIndexOp::create(b, loc, 2);
-      first = arith::MulIOp::create(b, loc, op.getTile()[0], two).getResult();
+      // The tile counts pairs of rows (or Q8_0 blocks).
+      Value perUnit = arith::ConstantIndexOp::create(b, loc, op.getRowsPerUnit());
+      first = arith::MulIOp::create(b, loc, op.getTile()[0], perUnit).getResult();
       count = arith::MulIOp::create(
-                  b, loc, arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]), two)
+                  b, loc, arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]), perUnit)
                   .getResult();
     }
     Value raw = matVecRows(b, loc, *builder, weight, op.getInput(), first, count,
@@ -257,14 +258,12 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
           b, loc, y,
           ArrayRef<OpFoldResult>{arith::SubIOp::create(b, loc, start, firstValue).getResult()},
           ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-      part = roundToElement(b, loc, part, elementTypeOf(cache));
       Value column =
           arith::SubIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, partStart));
-      return tensor::InsertSliceOp::create(
-                 b, loc, part, cache, ArrayRef<OpFoldResult>{pos, column},
-                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), size},
-                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)})
-          .getResult();
+      // Tiles are whole Q8_0 blocks where the cache holds them (tilingOf).
+      Value updated = storeCacheRows(b, loc, part, elementTypeOf(cache), cacheStorage(cache),
+                                     ArrayRef<OpFoldResult>{pos, column});
+      return asCache(b, loc, cache.getType(), updated);
     };
     Value keys = store(op.getKeys(), queryRows, queryRows + kvWidth);
     Value values = store(op.getValues(), queryRows + kvWidth, rows);

@@ -3,6 +3,7 @@
 //
 // Each row reads only its own sequence's blocks in position order, so its
 // result is the same whatever the other rows of the batch are.
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/KernelBuilder.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
@@ -56,7 +57,6 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
     const int64_t blockSize = op.getBlockSize();
-    const int64_t blocks = op.getKeys().getType().getDimSize(0);
     const int64_t tableWidth = op.getTables().getType().getDimSize(1);
     const int64_t context = tableWidth * blockSize;
     const int64_t width = kvHeads * group * headDim;
@@ -117,16 +117,16 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
       Value physical = arith::IndexCastOp::create(
           nb, l, nb.getIndexType(),
           tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, j}));
-      Type element = elementTypeOf(cache);
-      Value view = tensor::ExpandShapeOp::create(
-          nb, l, RankedTensorType::get({blocks, blockSize, kvHeads, headDim}, element), cache,
-          SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+      // [blocks, block size, kv head, head width] (headsView).
+      Value view = headsView(nb, l, cache, kvHeads, headDim);
+      Type element = elementTypeOf(view);
+      const int64_t perHead = headWidth(cache, headDim);
       return tensor::ExtractSliceOp::create(
-                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, headDim}, element),
+                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, perHead}, element),
                  view,
                  ArrayRef<OpFoldResult>{physical, r.slot, nb.getIndexAttr(0), nb.getIndexAttr(0)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
-                                        nb.getIndexAttr(headDim)},
+                                        nb.getIndexAttr(perHead)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1),
                                         nb.getIndexAttr(1)})
           .getResult();

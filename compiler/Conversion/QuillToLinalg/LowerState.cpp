@@ -1,5 +1,6 @@
 // quill.embedding(s) and quill.(paged_)kv_write -> reads of the table, slices
 // of the cache.
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
@@ -62,11 +63,12 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
           rewriter, loc, source, ArrayRef<OpFoldResult>{begin, rewriter.getIndexAttr(0)},
           ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
     }
-    // Rounded to the cache's element type where it is narrower.
-    source = roundToElement(rewriter, op.getLoc(), source, elementTypeOf(op.getCache()));
-    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
-        op, source, op.getCache(), ArrayRef<OpFoldResult>{at, rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
+    // Rounded or quantized to the cache's element type.
+    Value cache = op.getCache();
+    Value updated =
+        storeCacheRows(rewriter, op.getLoc(), source, elementTypeOf(cache), cacheStorage(cache),
+                       ArrayRef<OpFoldResult>{at, rewriter.getIndexAttr(0)});
+    rewriter.replaceOp(op, asCache(rewriter, op.getLoc(), cache.getType(), updated));
     return success();
   }
 };
@@ -85,9 +87,8 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
     auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRows = index(blockSize);
     Type element = elementTypeOf(op.getCache());
-    Value rounded = roundToElement(b, loc, op.getRows(), element);
     auto loop = scf::ForOp::create(
-        b, loc, index(0), index(count), index(1), ValueRange{op.getCache()},
+        b, loc, index(0), index(count), index(1), ValueRange{cacheStorage(op.getCache())},
         [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
           auto toIndex = [&](Value v) {
             return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();
@@ -98,18 +99,15 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
           Value block =
               toIndex(tensor::ExtractOp::create(nb, l, op.getTables(), ValueRange{t, entry}));
           Value row = tensor::ExtractSliceOp::create(
-              nb, l, RankedTensorType::get({width}, element), rounded,
+              nb, l, RankedTensorType::get({width}, nb.getF32Type()), op.getRows(),
               ArrayRef<OpFoldResult>{t, nb.getIndexAttr(0)},
               ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(width)},
               ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1)});
-          Value cache = tensor::InsertSliceOp::create(
-              nb, l, row, carried[0], ArrayRef<OpFoldResult>{block, slot, nb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1),
-                                     nb.getIndexAttr(width)},
-              ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1)});
+          Value cache = storeCacheRows(nb, l, row, element, carried[0],
+                                       ArrayRef<OpFoldResult>{block, slot, nb.getIndexAttr(0)});
           scf::YieldOp::create(nb, l, ValueRange{cache});
         });
-    rewriter.replaceOp(op, loop.getResult(0));
+    rewriter.replaceOp(op, asCache(rewriter, loc, op.getCache().getType(), loop.getResult(0)));
     return success();
   }
 };

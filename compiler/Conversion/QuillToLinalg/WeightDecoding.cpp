@@ -22,11 +22,13 @@ Value weightStorage(Value weight) {
 
 namespace {
 
-/// Index and integer arithmetic on the bytes of one weight row.
+/// Index and integer arithmetic on the bytes of one encoded row: the last
+/// dimension of `storage` at the `leading` indices.
 struct BlockReader {
   OpBuilder &b;
   Location loc;
-  Value storage, row;
+  Value storage;
+  SmallVector<Value> leading;
 
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
@@ -48,14 +50,15 @@ struct BlockReader {
   Value toF32(Value i32Value) { return arith::SIToFPOp::create(b, loc, b.getF32Type(), i32Value); }
 
   /// The byte at `offset` of the row, zero-extended to i32.
-  Value byte(Value offset) {
-    Value v = tensor::ExtractOp::create(b, loc, storage, ValueRange{row, offset});
-    return arith::ExtUIOp::create(b, loc, b.getI32Type(), v);
-  }
+  Value byte(Value offset) { return arith::ExtUIOp::create(b, loc, b.getI32Type(), at(offset)); }
   /// The byte at `offset`, sign-extended (an int8 value).
   Value signedByte(Value offset) {
-    Value v = tensor::ExtractOp::create(b, loc, storage, ValueRange{row, offset});
-    return arith::ExtSIOp::create(b, loc, b.getI32Type(), v);
+    return arith::ExtSIOp::create(b, loc, b.getI32Type(), at(offset));
+  }
+  Value at(Value offset) {
+    SmallVector<Value> indices(leading);
+    indices.push_back(offset);
+    return tensor::ExtractOp::create(b, loc, storage, indices);
   }
   /// The little-endian fp16 at `offset`, as f32.
   Value half(Value offset) {
@@ -134,12 +137,18 @@ Value decodeQ6_K(BlockReader &r, Value column) {
 
 Value decodeWeightElement(OpBuilder &b, Location loc, Value storage, RankedTensorType weightType,
                           Value row, Value column) {
-  Type element = weightType.getElementType();
+  return decodeElement(b, loc, storage, weightType.getElementType(), ValueRange{row}, column);
+}
+
+Value decodeElement(OpBuilder &b, Location loc, Value storage, Type element, ValueRange leading,
+                    Value column) {
   if (element.isF32() || element.isF16() || element.isBF16()) {
-    Value v = tensor::ExtractOp::create(b, loc, storage, ValueRange{row, column});
+    SmallVector<Value> indices(leading);
+    indices.push_back(column);
+    Value v = tensor::ExtractOp::create(b, loc, storage, indices);
     return element.isF32() ? v : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
   }
-  BlockReader reader{b, loc, storage, row};
+  BlockReader reader{b, loc, storage, SmallVector<Value>(leading)};
   if (isa<Q8_0Type>(element))
     return decodeQ8_0(reader, column);
   if (isa<Q4_0Type>(element))

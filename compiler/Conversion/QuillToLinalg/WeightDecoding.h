@@ -23,6 +23,13 @@ Value weightStorage(Value weight);
 Value decodeWeightElement(OpBuilder &b, Location loc, Value storage, RankedTensorType weightType,
                           Value row, Value column);
 
+/// Element `column` of the row of `storage` at indices `leading` (all but
+/// the last), stored as `element` (a float type, or GGUF blocks whose bytes
+/// `storage` holds), as f32. A weight's element is (row, column); a Q8_0
+/// KV cache's is (position, kv head, d) in its bytes viewed by head.
+Value decodeElement(OpBuilder &b, Location loc, Value storage, Type element, ValueRange leading,
+                    Value column);
+
 /// W[firstRow : firstRow + rows] @ x into `init` ([rows]), each weight
 /// decoded where it is used.
 Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,

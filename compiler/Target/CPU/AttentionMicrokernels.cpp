@@ -9,6 +9,7 @@
 // positions.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -24,7 +25,8 @@ Value smallHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value
   auto queryType = cast<RankedTensorType>(query.getType());
   const int64_t group = queryType.getDimSize(1);
   const int64_t headDim = queryType.getDimSize(2);
-  if (headDim % 8 != 0 || headDim > 16 || ShapedType::isDynamic(group) || group > 8)
+  if (headDim % 8 != 0 || headDim > 16 || ShapedType::isDynamic(group) || group > 8 ||
+      isQuantizedCache(keys))
     return Value(); // The generic form.
 
   auto f32 = b.getF32Type();
@@ -91,7 +93,8 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
   auto probsType = cast<RankedTensorType>(probs.getType());
   const int64_t group = probsType.getDimSize(1);
   const int64_t headDim = cast<RankedTensorType>(init.getType()).getDimSize(2);
-  if (headDim % 8 != 0 || headDim > 16 || ShapedType::isDynamic(group) || group > 8)
+  if (headDim % 8 != 0 || headDim > 16 || ShapedType::isDynamic(group) || group > 8 ||
+      isQuantizedCache(values))
     return Value(); // The generic form.
 
   auto f32 = b.getF32Type();

@@ -5,10 +5,13 @@
 // cache's element type widened in registers, and each query head's score is
 // a chain of FMAs over the row's vectors then one horizontal sum; the
 // weighted sum carries every query head's head_dim accumulators in
-// registers across the positions, each value row read once.
+// registers across the positions, each value row read once. A Q8_0 cache's
+// rows are decoded block by block (fp16 scale, int8 vectors) in registers.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
+#include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -32,10 +35,48 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// The head_dim / lanes vectors of the Q8_0 head row (t, k) of `cache`
+/// ([position, kv head, head bytes]) as f32: per block of 32, the fp16
+/// scale from its two bytes, then int8 vectors converted and scaled.
+SmallVector<Value> readQ8Row(OpBuilder &b, Location loc, Value cache, Value t, Value k,
+                             int64_t headDim, int64_t lanes) {
+  constexpr int64_t kBlockBytes = Q8_0Type::kBlockBytes, kBlock = Q8_0Type::kBlockElements;
+  auto bytesType = VectorType::get({lanes}, b.getI8Type());
+  auto f32Type = VectorType::get({lanes}, b.getF32Type());
+  Value padding = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0);
+  AffineMap row = AffineMap::get(3, 0, {b.getAffineDimExpr(2)}, b.getContext());
+  auto byteAt = [&](int64_t offset) {
+    Value v =
+        tensor::ExtractOp::create(b, loc, cache, ValueRange{t, k, indexConstant(b, loc, offset)});
+    return arith::ExtUIOp::create(b, loc, b.getI16Type(), v).getResult();
+  };
+  SmallVector<Value> vectors;
+  for (int64_t block = 0; block < headDim / kBlock; ++block) {
+    const int64_t base = block * kBlockBytes;
+    Value bits = arith::OrIOp::create(
+        b, loc, byteAt(base),
+        arith::ShLIOp::create(b, loc, byteAt(base + 1),
+                              arith::ConstantIntOp::create(b, loc, b.getI16Type(), 8)));
+    Value half = arith::BitcastOp::create(b, loc, b.getF16Type(), bits);
+    Value scale = vector::BroadcastOp::create(b, loc, f32Type,
+                                              arith::ExtFOp::create(b, loc, b.getF32Type(), half));
+    for (int64_t c = 0; c < kBlock / lanes; ++c) {
+      Value q = vector::TransferReadOp::create(
+          b, loc, bytesType, cache, ValueRange{t, k, indexConstant(b, loc, base + 2 + c * lanes)},
+          AffineMapAttr::get(row), padding, /*mask=*/Value(), b.getBoolArrayAttr({true}));
+      Value wide = arith::SIToFPOp::create(b, loc, f32Type, q);
+      vectors.push_back(arith::MulFOp::create(b, loc, wide, scale));
+    }
+  }
+  return vectors;
+}
+
 /// The head_dim / lanes vectors of row (t, k) of `cache` ([position, kv
-/// head, d]) as f32.
+/// head, head width]) as f32.
 SmallVector<Value> readRow(OpBuilder &b, Location loc, Value cache, Value t, Value k,
                            int64_t headDim, int64_t lanes) {
+  if (isQuantizedCache(cache))
+    return readQ8Row(b, loc, cache, t, k, headDim, lanes);
   Type element = elementTypeOf(cache);
   auto type = VectorType::get({lanes}, element);
   Value padding = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));

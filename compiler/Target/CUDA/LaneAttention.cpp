@@ -12,6 +12,7 @@
 //   store the same values.
 // The emulation computes each lane's values in a loop over lanes, with the
 // same operations in the same order.
+#include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Target/CUDA/LaneReduction.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -57,10 +58,8 @@ Value score(OpBuilder &b, Location loc, const HeadWork &w, Value rel) {
             [&](OpBuilder &db, Location dl, Value d, ValueRange acc) {
               Value q = tensor::ExtractOp::create(
                   db, dl, w.query, ValueRange{arith::AddIOp::create(db, dl, w.qBase, d)});
-              Value k = widenToF32(
-                  db, dl,
-                  tensor::ExtractOp::create(
-                      db, dl, w.keys, ValueRange{t, arith::AddIOp::create(db, dl, w.kvBase, d)}));
+              Value k =
+                  readCacheElement(db, dl, w.keys, t, arith::AddIOp::create(db, dl, w.kvBase, d));
               scf::YieldOp::create(db, dl, ValueRange{math::FmaOp::create(db, dl, q, k, acc[0])});
             });
         scf::YieldOp::create(tb, tl,
@@ -83,10 +82,7 @@ Value weight(OpBuilder &b, Location loc, const HeadWork &w, Value rel, Value s, 
 Value accumulate(OpBuilder &b, Location loc, const HeadWork &w, Value rel, Value e, Value d,
                  Value o) {
   Value t = arith::AddIOp::create(b, loc, w.start, rel);
-  Value v =
-      widenToF32(b, loc,
-                 tensor::ExtractOp::create(
-                     b, loc, w.values, ValueRange{t, arith::AddIOp::create(b, loc, w.kvBase, d)}));
+  Value v = readCacheElement(b, loc, w.values, t, arith::AddIOp::create(b, loc, w.kvBase, d));
   return math::FmaOp::create(b, loc, e, v, o);
 }
 
@@ -299,10 +295,8 @@ SmallVector<Value> laneOnlineSoftmax(OpBuilder &b, Location loc, const RowHead &
             [&](OpBuilder &db, Location dl, Value d, ValueRange sum) {
               Value q = tensor::ExtractOp::create(
                   db, dl, h.query, ValueRange{h.row, arith::AddIOp::create(db, dl, h.qBase, d)});
-              Value k = widenToF32(
-                  db, dl,
-                  tensor::ExtractOp::create(
-                      db, dl, h.keys, ValueRange{t, arith::AddIOp::create(db, dl, h.kvBase, d)}));
+              Value k =
+                  readCacheElement(db, dl, h.keys, t, arith::AddIOp::create(db, dl, h.kvBase, d));
               scf::YieldOp::create(db, dl, ValueRange{math::FmaOp::create(db, dl, q, k, sum[0])});
             });
         Value s = arith::DivFOp::create(pb, pl, dot.getResult(0), h.root);
@@ -313,11 +307,8 @@ SmallVector<Value> laneOnlineSoftmax(OpBuilder &b, Location loc, const RowHead &
         SmallVector<Value> next = {best,
                                    math::FmaOp::create(pb, pl, acc[1], rescale, p).getResult()};
         for (int64_t d = 0; d < h.headDim; ++d) {
-          Value v = widenToF32(
-              pb, pl,
-              tensor::ExtractOp::create(
-                  pb, pl, h.values,
-                  ValueRange{t, arith::AddIOp::create(pb, pl, h.kvBase, index(pb, pl, d))}));
+          Value v = readCacheElement(pb, pl, h.values, t,
+                                     arith::AddIOp::create(pb, pl, h.kvBase, index(pb, pl, d)));
           Value kept = arith::MulFOp::create(pb, pl, acc[2 + d], rescale);
           next.push_back(math::FmaOp::create(pb, pl, p, v, kept));
         }

@@ -56,12 +56,6 @@ def Quill_Matrix : 2DTensorOf<[F32]>;
 // Activations: one vector (a decode step) or one row per token ([T, width],
 // a prefill chunk of T tokens).
 def Quill_Rows : TensorRankOf<[F32], [1, 2]>;
-// One layer's keys or values: [context, kv width], in the compile-time KV
-// type (--kv-type); attention widens what it reads to f32.
-def Quill_Cache : 2DTensorOf<[F32, F16, BF16]>;
-// A paged KV cache section: [blocks, block size, kv width]. The block count
-// is a bound, not the allocation: the runtime sizes the pool.
-def Quill_BlockPool : 3DTensorOf<[F32, F16, BF16]>;
 // Per-row integers of a batch step: token ids, positions.
 def Quill_RowInts : 1DTensorOf<[I32]>;
 // Block tables of a batch step: [rows, blocks per sequence].

@@ -72,14 +72,40 @@ LogicalResult WeightOp::verify() {
   return success();
 }
 
-LogicalResult WeightViewOp::verify() {
-  auto weight = cast<RankedTensorType>(getResult().getType());
+/// Whether `bytes` is the storage of the block-quantized `typed`.
+static LogicalResult verifyStorageOf(Operation *op, Type bytes, Type typed) {
+  auto weight = cast<RankedTensorType>(typed);
   if (!isBlockQuantized(weight))
-    return emitOpError("views bytes as a block-quantized weight, not ") << weight;
-  if (getBytes().getType() != storageBytesType(weight))
-    return emitOpError("bytes ") << getBytes().getType() << " do not hold " << weight << " (need "
-                                 << storageBytesType(weight) << ")";
+    return op->emitOpError("views bytes as a block-quantized tensor, not ") << weight;
+  if (bytes != storageBytesType(weight))
+    return op->emitOpError("bytes ")
+           << bytes << " do not hold " << weight << " (need " << storageBytesType(weight) << ")";
   return success();
+}
+
+LogicalResult WeightViewOp::verify() {
+  return verifyStorageOf(*this, getBytes().getType(), getResult().getType());
+}
+
+LogicalResult StorageBytesOp::verify() {
+  return verifyStorageOf(*this, getBytes().getType(), getTyped().getType());
+}
+
+OpFoldResult StorageBytesOp::fold(FoldAdaptor) {
+  if (auto view = getTyped().getDefiningOp<WeightViewOp>())
+    return view.getBytes();
+  return {};
+}
+
+/// A block-quantized cache's blocks each lie inside one head, so that
+/// attention reads a head as whole blocks.
+static LogicalResult verifyCacheBlocks(Operation *op, Value cache, int64_t headDim) {
+  auto type = cast<RankedTensorType>(cache.getType());
+  std::optional<WeightFormat> format = weightFormatOf(type.getElementType());
+  if (!format || !format->isBlockQuantized() || headDim % format->blockElements == 0)
+    return success();
+  return op->emitOpError("a ") << format->name << " cache needs heads of a multiple of "
+                               << format->blockElements << " elements, got head_dim " << headDim;
 }
 
 LogicalResult KVCacheOp::verify() {
@@ -87,8 +113,13 @@ LogicalResult KVCacheOp::verify() {
     return emitOpError("kind must be \"key\" or \"value\", got \"") << getKind() << "\"";
   if (getLayerAttr().getInt() < 0)
     return emitOpError("layer must be non-negative, got ") << getLayerAttr().getInt();
-  if (!cast<RankedTensorType>(getType()).hasStaticShape())
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
     return emitOpError("cache must have a static shape");
+  WeightFormat format = *weightFormatOf(type.getElementType());
+  if (type.getShape().back() % format.blockElements != 0)
+    return emitOpError("cache rows of ") << type.getShape().back() << " are not whole "
+                                         << format.name << " blocks of " << format.blockElements;
   return success();
 }
 
@@ -384,6 +415,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("cache rows have ")
            << dimOf(getKeys(), 1) << " elements but " << kvHeads << " kv heads of " << headDim
            << " need " << headDim * kvHeads;
+  if (failed(verifyCacheBlocks(*this, getKeys(), headDim)))
+    return failure();
   if (getTileRows()) {
     // Units [b, e) of (query row, kv head): each a row of the result, the
     // query heads of one kv head.
@@ -423,6 +456,8 @@ LogicalResult PagedAttentionOp::verify() {
     return emitOpError("cache rows have ")
            << dimOf(getKeys(), 2) << " elements but " << kvHeads << " kv heads of " << width / heads
            << " need " << width / heads * kvHeads;
+  if (failed(verifyCacheBlocks(*this, getKeys(), width / heads)))
+    return failure();
   if (!isTiled() && getResult().getType() != getQuery().getType())
     return emitOpError("result must have the query's type ") << getQuery().getType();
   return verifyBatchRows(*this, getQuery(), getTables(), getPositions());
@@ -451,9 +486,15 @@ LogicalResult ProjectQKVOp::verify() {
   if (Value bias = getBias(); bias && dimOf(bias, 0) != rows)
     return emitOpError("bias") << weightName(bias) << " has " << dimOf(bias, 0)
                                << " elements but the weight has " << rows << " rows";
-  if (failed(verifyQ8Input(*this, getQ8Input(), getWeight())))
+  if (failed(verifyQ8Input(*this, getQ8Input(), getWeight())) ||
+      failed(verifyCacheBlocks(*this, getKeys(), headDim)))
     return failure();
   return verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor());
+}
+
+int64_t ProjectQKVOp::getRowsPerUnit() {
+  std::optional<WeightFormat> format = weightFormatOf(getKeys().getType().getElementType());
+  return format && format->isBlockQuantized() ? format->blockElements : 2;
 }
 
 LogicalResult AttentionPartialOp::verify() {
@@ -469,6 +510,8 @@ LogicalResult AttentionPartialOp::verify() {
     return emitOpError("chunk must be positive");
   if (getKeys().getType() != getValues().getType() || dimOf(getKeys(), 1) != getHeadDim() * kvHeads)
     return emitOpError("caches must be [context, ") << getHeadDim() * kvHeads << "]";
+  if (failed(verifyCacheBlocks(*this, getKeys(), getHeadDim())))
+    return failure();
   int64_t rowWidth = getGroup() * (getHeadDim() + 2);
   if (mismatch(dimOf(getResult(), 1), rowWidth) ||
       (!isTiled() && mismatch(dimOf(getResult(), 0), kvHeads * getChunks())))

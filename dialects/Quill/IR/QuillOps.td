@@ -135,8 +135,8 @@ def Quill_SliceOp : Quill_Op<"slice", [Pure]> {
 def Quill_WeightViewOp : Quill_Op<"weight_view", [Pure]> {
   let summary = "A kernel's weight bytes seen as the block-quantized weight they hold";
   let description = [{
-    Inside a kernel, a block-quantized weight arrives as its bytes, one row
-    of `[rows, row bytes]` per weight row; this names the encoding again so
+    Inside a kernel, a block-quantized weight (or a Q8_0 KV cache) arrives
+    as its bytes, one row of `[rows, row bytes]` per weight row; this names the encoding again so
     that the compute op keeps its logical shape. The lowering reads the
     bytes, and the view disappears with the op.
 
@@ -144,10 +144,29 @@ def Quill_WeightViewOp : Quill_Op<"weight_view", [Pure]> {
     %w = quill.weight_view %bytes : tensor<64x68xi8> -> tensor<64x64x!quill.q8_0>
     ```
   }];
-  let arguments = (ins 2DTensorOf<[I8]>:$bytes);
-  let results = (outs Quill_WeightMatrix:$result);
+  let arguments = (ins Quill_StorageBytes:$bytes);
+  let results = (outs AnyTypeOf<[Quill_WeightMatrix, Quill_Cache, Quill_BlockPool]>:$result);
   let assemblyFormat = "$bytes attr-dict `:` type($bytes) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def Quill_StorageBytesOp : Quill_Op<"storage_bytes", [Pure]> {
+  let summary = "The bytes a quill.weight_view names again";
+  let description = [{
+    The inverse of `quill.weight_view`: where a kernel updates a Q8_0 cache
+    in place, the updated cache goes back to the kernel's byte buffer
+    through this. Once the update is lowered to byte writes, the pair folds
+    away: `storage_bytes(weight_view(x))` is `x`.
+
+    ```mlir
+    %b = quill.storage_bytes %cache : tensor<64x64x!quill.q8_0> -> tensor<64x68xi8>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Quill_WeightMatrix, Quill_Cache, Quill_BlockPool]>:$typed);
+  let results = (outs Quill_StorageBytes:$bytes);
+  let assemblyFormat = "$typed attr-dict `:` type($typed) `->` type($bytes)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -337,6 +356,9 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
     int64_t getQueryRows() {
       return getWeight().getType().getDimSize(0) - 2 * getKvWidth();
     }
+    /// Rows per unit of a tile: a pair (rotated together), or writing a
+    /// Q8_0 cache a whole block of 32 (quantized at once).
+    int64_t getRowsPerUnit();
   }];
 }
 

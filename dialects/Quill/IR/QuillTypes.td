@@ -57,4 +57,15 @@ def Quill_WeightMatrix
     : AnyTypeOf<[2DTensorOf<[F32, F16, BF16, Quill_Q8_0, Quill_Q4_0, Quill_Q4_K, Quill_Q6_K]>],
                 "weight matrix of f32, f16, bf16 or GGUF blocks", "::mlir::TensorType">;
 
+// One layer's keys or values: [context, kv width], in the compile-time KV
+// type (--kv-type); attention widens what it reads to f32. A Q8_0 cache
+// holds each row in blocks of 32 that never straddle two heads.
+def Quill_Cache : 2DTensorOf<[F32, F16, BF16, Quill_Q8_0]>;
+// A paged KV cache section: [blocks, block size, kv width]. The block count
+// is a bound, not the allocation: the runtime sizes the pool.
+def Quill_BlockPool : 3DTensorOf<[F32, F16, BF16, Quill_Q8_0]>;
+// The bytes behind a kernel's block-quantized weight or Q8_0 cache: one row
+// of bytes per row of the typed tensor.
+def Quill_StorageBytes : TensorRankOf<[I8], [2, 3]>;
+
 #endif // QUILL_TYPES_TD

@@ -71,8 +71,9 @@ int64_t storageBytes(RankedTensorType type) {
 }
 
 RankedTensorType storageBytesType(RankedTensorType weight) {
-  return RankedTensorType::get({weight.getDimSize(0), rowStorageBytes(weight)},
-                               IntegerType::get(weight.getContext(), 8));
+  SmallVector<int64_t> shape(weight.getShape());
+  shape.back() = rowStorageBytes(weight);
+  return RankedTensorType::get(shape, IntegerType::get(weight.getContext(), 8));
 }
 
 } // namespace mlir::quill

@@ -37,7 +37,7 @@ int64_t rowStorageBytes(RankedTensorType type);
 int64_t storageBytes(RankedTensorType type);
 
 /// The [rows, row bytes] i8 tensor a block-quantized weight's kernel
-/// argument is.
+/// argument is (a Q8_0 block pool's: [blocks, block size, row bytes]).
 RankedTensorType storageBytesType(RankedTensorType weight);
 
 } // namespace mlir::quill

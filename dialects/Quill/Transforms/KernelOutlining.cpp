@@ -180,6 +180,10 @@ func::FuncOp buildKernel(ModuleOp module, Operation *op, StringRef name, func::F
     }
   }
   auto storeInto = [&](Value result, Value buffer) {
+    // A Q8_0 cache goes back as its bytes (folded once the update is lowered).
+    if (isBlockQuantized(result.getType()))
+      result = StorageBytesOp::create(
+          b, loc, storageBytesType(cast<RankedTensorType>(result.getType())), result);
     auto store = bufferization::MaterializeInDestinationOp::create(b, loc, result, buffer);
     store.setRestrict(true);
     store.setWritable(true);

@@ -53,8 +53,8 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       // A section of the paged cache: the runtime sizes and places it.
       auto type = cast<RankedTensorType>(cache.getType());
       int64_t section = 2 * cache.getLayer() + (cache.getKind() == "value" ? 1 : 0);
-      plan.bindings[cache] = BindingAttr::get(
-          ctx, "kv_pool", section, type.getDimSize(1) * type.getDimSize(2) * elementBytes(type));
+      plan.bindings[cache] =
+          BindingAttr::get(ctx, "kv_pool", section, type.getDimSize(1) * rowStorageBytes(type));
     } else if (auto cache = dyn_cast<KVCacheOp>(op)) {
       auto key = std::make_pair(cache.getKind().str(), int64_t(cache.getLayer()));
       auto [it, inserted] = plan.caches.try_emplace(key, plan.kvBytes, cache.getType());

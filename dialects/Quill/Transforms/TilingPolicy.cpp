@@ -21,9 +21,12 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   if (isa<LinearOp, LogitsOp, ProjectQKVOp>(op)) {
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
-    // A QKV projection rotates pairs of rows: its unit is a pair, so no
-    // split of the work (threads, GPU threads) can separate one.
-    int64_t perUnit = isa<ProjectQKVOp>(op) ? 2 : 1;
+    // A QKV projection rotates pairs of rows (and quantizes blocks of a
+    // Q8_0 cache): its unit is a pair (or block), so no split of the work
+    // (threads, GPU threads) can separate one.
+    int64_t perUnit = 1;
+    if (auto project = dyn_cast<ProjectQKVOp>(op))
+      perUnit = project.getRowsPerUnit();
     tiling.work = rows / perUnit;
     tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows) / perUnit);
     tiling.rowsPerUnit = perUnit;

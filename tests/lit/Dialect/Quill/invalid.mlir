@@ -48,7 +48,7 @@ func.func @kv_cache_dynamic() {
 
 // A cache is a matrix.
 func.func @kv_cache_not_matrix() {
-  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type or GGUF Q8_0 blocks: 32 weights in 34 bytes values}}
   %k = quill.kv_cache "key" layer 0 : tensor<128xf32>
   return
 }
@@ -57,7 +57,7 @@ func.func @kv_cache_not_matrix() {
 
 // A cache holds f32, f16 or bf16 (the --kv-type choices), nothing else.
 func.func @kv_cache_f64() {
-  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{'quill.kv_cache' op result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type or GGUF Q8_0 blocks: 32 weights in 34 bytes values}}
   %k = quill.kv_cache "key" layer 0 : tensor<32x4xf64>
   return
 }
@@ -517,5 +517,35 @@ func.func @rmsnorm_result_type(%x: tensor<8xf32>, %w: tensor<8xf32>) {
 func.func @rmsnorm_tile_partial_rows(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: index, %e: index) {
   // expected-error @+1 {{'quill.rmsnorm' op a tile's result must be elements of the vector or whole rows, got 'tensor<?x4xf32>'}}
   %y = quill.rmsnorm %x, %w tile[%b, %e] {eps = 1.0e-05 : f32} : tensor<4x8xf32>, tensor<8xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// A Q8_0 cache's rows are whole blocks of 32.
+func.func @kv_cache_q8_0_partial_block() {
+  // expected-error @+1 {{'quill.kv_cache' op cache rows of 40 are not whole q8_0 blocks of 32}}
+  %k = quill.kv_cache "key" layer 0 : tensor<16x40x!quill.q8_0>
+  return
+}
+
+// -----
+
+// Attention reads a Q8_0 cache a head at a time, so no block may straddle
+// two heads: heads of 16 cannot.
+func.func @attention_q8_0_narrow_heads(%q: tensor<64xf32>, %pos: index) {
+  %k = quill.kv_cache "key" layer 0 : tensor<16x32x!quill.q8_0>
+  // expected-error @+1 {{'quill.attention' op a q8_0 cache needs heads of a multiple of 32 elements, got head_dim 16}}
+  %o = quill.attention %q, %k, %k at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<64xf32>, tensor<16x32x!quill.q8_0>, tensor<16x32x!quill.q8_0> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+// storage_bytes names the bytes of exactly the typed tensor.
+func.func @storage_bytes_wrong_width(%c: tensor<16x32x!quill.q8_0>) {
+  // expected-error @+1 {{'quill.storage_bytes' op bytes 'tensor<16x32xi8>' do not hold 'tensor<16x32x!quill.q8_0>' (need 'tensor<16x34xi8>')}}
+  %b = quill.storage_bytes %c : tensor<16x32x!quill.q8_0> -> tensor<16x32xi8>
   return
 }
