@@ -27,6 +27,16 @@ int32_t argmax(const float *logits, int32_t n) {
 }
 } // namespace
 
+double kvBytesReadPerStep(uint64_t kvBytesPerToken, int promptTokens, int decodeTokens,
+                          int32_t slidingWindow) {
+  if (decodeTokens <= 0)
+    return 0;
+  double positions = 0;
+  for (int p = promptTokens; p < promptTokens + decodeTokens; ++p)
+    positions += slidingWindow > 0 ? std::min(p + 1, slidingWindow) : p + 1;
+  return positions / decodeTokens * double(kvBytesPerToken);
+}
+
 double weightBytesPerToken(const Schedule &decode, int32_t vocab) {
   // Weight ranges by offset -> end; the embedding's table apart.
   std::map<uint64_t, uint64_t> ranges;
@@ -118,10 +128,12 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
   r.weightBytesPerToken = weightBytesPerToken(decode, config.vocabSize);
   r.kvType = std::string(kvTypeName(config.kvType));
   r.kvBytesPerToken = config.kvBytesPerToken();
+  r.kvBytesReadPerToken =
+      kvBytesReadPerStep(r.kvBytesPerToken, promptTokens, decodeTokens, config.slidingWindow);
   r.prefillFlopsPerToken = flopsPerToken(config, promptTokens / 2.0);
   if (r.bandwidthGBs > 0)
-    r.decodeFractionOfBandwidth =
-        r.weightBytesPerToken * r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
+    r.decodeFractionOfBandwidth = (r.weightBytesPerToken + r.kvBytesReadPerToken) *
+                                  r.decodeTokensPerS / (r.bandwidthGBs * 1e9);
   if (r.fmaGFlops > 0)
     r.prefillFractionOfFmaPeak = r.prefillFlopsPerToken * r.prefillTokensPerS / (r.fmaGFlops * 1e9);
   if (r.int8DotGOps > 0)
@@ -156,18 +168,18 @@ std::string ModelBenchReport::toText() const {
 std::string ModelBenchReport::figuresText() const {
   char buffer[1024];
   double prefillGFlops = prefillFlopsPerToken * prefillTokensPerS / 1e9;
-  double decodeGBs = weightBytesPerToken * decodeTokensPerS / 1e9;
+  double decodeGBs = (weightBytesPerToken + kvBytesReadPerToken) * decodeTokensPerS / 1e9;
   if (device != "cpu") {
     std::snprintf(buffer, sizeof buffer,
                   "device: %s\n"
                   "machine: device memory bandwidth %.1f GB/s (device-to-device copies)\n"
                   "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s (no FMA probe on the "
                   "device)\n"
-                  "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
-                  "the device's memory bandwidth\n",
+                  "decode:  %d tokens, %.1f tokens/s, %.1f MB/token of weights + %.1f of KV "
+                  "cache = %.1f GB/s = %.1f%% of the device's memory bandwidth\n",
                   device.c_str(), bandwidthGBs, promptTokens, prefillTokensPerS, prefillGFlops,
-                  decodeTokens, decodeTokensPerS, weightBytesPerToken / 1e6, decodeGBs,
-                  100 * decodeFractionOfBandwidth);
+                  decodeTokens, decodeTokensPerS, weightBytesPerToken / 1e6,
+                  kvBytesReadPerToken / 1e6, decodeGBs, 100 * decodeFractionOfBandwidth);
     return buffer;
   }
   char int8[160] = "no int8 dot-product probe (no VNNI)";
@@ -181,11 +193,11 @@ std::string ModelBenchReport::figuresText() const {
                 "threads: %d\n"
                 "machine: read bandwidth %.1f GB/s, FMA peak %.0f GFLOP/s, %s\n"
                 "prefill: %d tokens, %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the FMA peak%s\n"
-                "decode:  %d tokens, %.1f tokens/s, %.1f MB/token = %.1f GB/s = %.1f%% of "
-                "the read bandwidth\n",
+                "decode:  %d tokens, %.1f tokens/s, %.1f MB/token of weights + %.1f of KV "
+                "cache = %.1f GB/s = %.1f%% of the read bandwidth\n",
                 threads, bandwidthGBs, fmaGFlops, int8, promptTokens, prefillTokensPerS,
                 prefillGFlops, 100 * prefillFractionOfFmaPeak, int8Share, decodeTokens,
-                decodeTokensPerS, weightBytesPerToken / 1e6, decodeGBs,
+                decodeTokensPerS, weightBytesPerToken / 1e6, kvBytesReadPerToken / 1e6, decodeGBs,
                 100 * decodeFractionOfBandwidth);
   return buffer;
 }
@@ -216,6 +228,7 @@ std::string ModelBenchReport::toJson() const {
   figure(fmaGFlops, fmaGFlops) << ",\"int8_dot_gop_s\":";
   figure(int8DotGOps, int8DotGOps)
       << ",\"weight_bytes_per_token\":" << weightBytesPerToken
+      << ",\"kv_bytes_read_per_token\":" << kvBytesReadPerToken
       << ",\"prefill_flops_per_token\":" << prefillFlopsPerToken
       << ",\"decode_fraction_of_bandwidth\":" << decodeFractionOfBandwidth
       << ",\"prefill_fraction_of_fma_peak\":";

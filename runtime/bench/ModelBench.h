@@ -36,6 +36,10 @@ struct ModelBenchReport {
   /// (all layers, keys and values).
   std::string kvType = "f32";
   uint64_t kvBytesPerToken = 0;
+  /// Cache bytes a decode step reads, on average over the timed steps
+  /// (kvBytesReadPerStep): decode's bandwidth fraction counts them beside
+  /// the weights.
+  double kvBytesReadPerToken = 0;
   double prefillFlopsPerToken = 0;
   double decodeFractionOfBandwidth = 0, prefillFractionOfFmaPeak = 0;
   /// Prefill's matrix work against the int8 peak: the ceiling that applies
@@ -65,6 +69,12 @@ ErrorOr<ModelBenchReport> benchmarkModel(Device &device, const ModelConfig &conf
 /// `vocab` rows) counts one row unless another kernel reads it whole (a
 /// shared classifier).
 double weightBytesPerToken(const Schedule &decode, int32_t vocab);
+/// KV-cache bytes one decode step reads on average over `decodeTokens`
+/// steps after a prompt of `promptTokens`: the step at position p attends
+/// to p + 1 positions (all of them; a sliding window its last ones), each
+/// `kvBytesPerToken` over the layers.
+double kvBytesReadPerStep(uint64_t kvBytesPerToken, int promptTokens, int decodeTokens,
+                          int32_t slidingWindow);
 /// FLOPs of one token through the matrices (2 per weight) plus attention
 /// over `context` cached positions.
 double flopsPerToken(const ModelConfig &config, double context);

@@ -128,6 +128,10 @@ std::string compileSynthetic(const ModelConfig &config, const std::string &name,
                          syntheticTokenizer(config.vocabSize), name, extraFlags);
 }
 
+std::string wideHeadArtifact(const std::string &name, const std::string &extraFlags) {
+  return compileSynthetic(llamaShape(128, 256, 2, 4, 2, 320, 512), name, extraFlags);
+}
+
 void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
   EXPECT_EQ(r.exitCode, 1) << r.err;
   EXPECT_EQ(r.err.rfind("quill-", 0), 0u) << "stderr: " << r.err;

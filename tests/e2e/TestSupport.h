@@ -48,6 +48,12 @@ ModelConfig llamaShape(int32_t dim, int32_t hidden, int32_t layers, int32_t head
 std::string compileSynthetic(const ModelConfig &config, const std::string &name,
                              const std::string &extraFlags = "", uint64_t seed = 7);
 
+/// A model whose heads are one Q8_0 block wide (32: what --kv-type q8_0
+/// needs; stories260K's are 8), compiled with `extraFlags` into
+/// DIR/NAME.qm: a synthetic Llama of 2 layers, 4 heads over 2 kv heads and
+/// 512 positions, with its synthetic tokenizer; "" on failure.
+std::string wideHeadArtifact(const std::string &name, const std::string &extraFlags);
+
 /// The tool failed cleanly: exit code 1 and one line on stderr, "TOOL: ..."
 /// (quill-run, quill-compile), that contains `phrase`.
 void expectCleanFailure(const CommandResult &r, const std::string &phrase);

@@ -1,6 +1,7 @@
 // The bytes a decode schedule streams per token, counted from its weight
 // bindings: overlapping ranges once, an embedding table as one row unless
-// another kernel reads it whole.
+// another kernel reads it whole; and the KV-cache bytes its attention
+// reads, by the positions each step attends to.
 #include "runtime/bench/ModelBench.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,15 @@ TEST(WeightBytesPerToken, ASharedClassifierReadsTheWholeTable) {
   s.kernels = {"embedding_10x8", "logits_8_10x8"};
   s.dispatches = {dispatchOf(0, {{0, 1000}}), dispatchOf(1, {{0, 1000}})};
   EXPECT_DOUBLE_EQ(weightBytesPerToken(s, 10), 1000);
+}
+
+TEST(KVBytesReadPerStep, EachStepReadsEveryPositionUpToItsOwn) {
+  // Steps at positions 4, 5, 6, 7 read 5, 6, 7 and 8 positions: 6.5 on
+  // average, of 100 bytes each.
+  EXPECT_DOUBLE_EQ(kvBytesReadPerStep(100, 4, 4, 0), 650);
+  // A window of 6 positions: 5, 6, 6, 6.
+  EXPECT_DOUBLE_EQ(kvBytesReadPerStep(100, 4, 4, 6), 575);
+  EXPECT_DOUBLE_EQ(kvBytesReadPerStep(100, 4, 0, 0), 0);
 }
 
 } // namespace
