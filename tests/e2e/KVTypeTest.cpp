@@ -94,37 +94,35 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"q8_0_emulated_cuda", KVType::Q8_0, Case::Wide, true, true}),
     [](const auto &info) { return std::string(info.param.name); });
 
-TEST(KVTypes, ReportsSayTheTypeAndTheBytesPerToken) {
-  ModelConfig c = llamaShape(64, 160, 2, 8, 4, 320, 64);
-  std::string artifact = compileSynthetic(c, "kv-report", "--kv-type bf16");
-  ASSERT_FALSE(artifact.empty());
-  // 2 layers x (keys, values) x kv width 32 x 2 bytes.
-  const std::string perToken = std::to_string(2 * 2 * 32 * 2);
+/// `--bench --json` and `--verbose` of `artifact` name `type` and the
+/// `perToken` cache bytes one position takes.
+void expectReports(const std::string &artifact, const std::string &type, int perToken) {
+  const std::string bytes = std::to_string(perToken);
   CommandResult json = run(quote(tool("quill-run")) + " " + quote(artifact) +
                            " --bench --json --bench-prompt 8 --bench-decode 4");
   ASSERT_EQ(json.exitCode, 0) << json.err;
-  EXPECT_NE(json.out.find("\"kv_type\":\"bf16\",\"kv_bytes_per_token\":" + perToken + ","),
+  EXPECT_NE(json.out.find("\"kv_type\":\"" + type + "\",\"kv_bytes_per_token\":" + bytes + ","),
             std::string::npos)
       << json.out;
   CommandResult verbose =
       run(quote(tool("quill-run")) + " " + quote(artifact) + " --verbose --temp 0 -n 2 -p a");
   ASSERT_EQ(verbose.exitCode, 0) << verbose.err;
-  EXPECT_NE(verbose.err.find("kv cache: bf16, " + perToken + " bytes per token"), std::string::npos)
+  EXPECT_NE(verbose.err.find("kv cache: " + type + ", " + bytes + " bytes per token"),
+            std::string::npos)
       << verbose.err;
 }
 
-TEST(KVTypes, AQ8_0CacheReportsItsBlockBytes) {
-  ModelConfig c = llamaShape(128, 256, 2, 4, 2, 320, 64);
-  std::string artifact = compileSynthetic(c, "kv-report-q8", "--kv-type q8_0");
-  ASSERT_FALSE(artifact.empty());
+TEST(KVTypes, ReportsSayTheTypeAndTheBytesPerToken) {
+  std::string bf16 =
+      compileSynthetic(llamaShape(64, 160, 2, 8, 4, 320, 64), "kv-report", "--kv-type bf16");
+  ASSERT_FALSE(bf16.empty());
+  // 2 layers x (keys, values) x kv width 32 x 2 bytes.
+  expectReports(bf16, "bf16", 2 * 2 * 32 * 2);
+  std::string q8 =
+      compileSynthetic(llamaShape(128, 256, 2, 4, 2, 320, 64), "kv-report-q8", "--kv-type q8_0");
+  ASSERT_FALSE(q8.empty());
   // 2 layers x (keys, values) x kv width 64 in 2 blocks of 34 bytes.
-  const std::string perToken = std::to_string(2 * 2 * 2 * 34);
-  CommandResult json = run(quote(tool("quill-run")) + " " + quote(artifact) +
-                           " --bench --json --bench-prompt 8 --bench-decode 4");
-  ASSERT_EQ(json.exitCode, 0) << json.err;
-  EXPECT_NE(json.out.find("\"kv_type\":\"q8_0\",\"kv_bytes_per_token\":" + perToken + ","),
-            std::string::npos)
-      << json.out;
+  expectReports(q8, "q8_0", 2 * 2 * 2 * 34);
 }
 
 TEST(KVTypes, AQ8_0CacheNeedsHeadsOfWholeBlocks) {

@@ -60,7 +60,6 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
     PatternRewriter &b = rewriter;
     const int64_t kvHeads = op.getNumKvHeads(), group = op.getGroup();
     const int64_t headDim = op.getHeadDim(), chunk = op.getChunk(), chunks = op.getChunks();
-    const int64_t context = op.getKeys().getType().getDimSize(0);
     const int64_t rowWidth = group * (headDim + 2);
     auto f32 = b.getF32Type();
     auto index = [&](OpBuilder &nb, int64_t v) -> OpFoldResult { return nb.getIndexAttr(v); };

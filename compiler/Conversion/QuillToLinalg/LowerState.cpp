@@ -48,20 +48,14 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
   LogicalResult matchAndRewrite(KVWriteOp op, PatternRewriter &rewriter) const override {
     // One row at pos, or T rows at pos .. pos + T - 1; tiled, rows [b, e)
     // of them at pos + b.
-    auto rowType = op.getRow().getType();
-    int64_t width = rowType.getDimSize(rowType.getRank() - 1);
-    int64_t rows = rowType.getRank() == 2 ? rowType.getDimSize(0) : 1;
-    OpFoldResult at = op.getPos(), count = rewriter.getIndexAttr(rows);
+    OpFoldResult at = op.getPos();
     Value source = op.getRow();
-    SmallVector<OpFoldResult> ones = {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)};
     if (op.isTiled()) {
       Location loc = op.getLoc();
       Value begin = op.getTile()[0];
       at = arith::AddIOp::create(rewriter, loc, op.getPos(), begin).getResult();
-      count = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin).getResult();
-      source = tensor::ExtractSliceOp::create(
-          rewriter, loc, source, ArrayRef<OpFoldResult>{begin, rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)}, ones);
+      Value count = arith::SubIOp::create(rewriter, loc, op.getTile()[1], begin);
+      source = sliceRows(rewriter, loc, source, begin, count); // A tile of [T, width] rows.
     }
     // Rounded or quantized to the cache's element type.
     Value cache = op.getCache();
