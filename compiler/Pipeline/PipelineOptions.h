@@ -29,6 +29,9 @@ struct PipelineOptions {
   /// (one unit of work per kernel call, math approximated as on the GPU),
   /// to test them where there is no GPU.
   bool emulateCudaKernels = false;
+  /// Every step reads the one packed copy of a weight
+  /// (quill-share-weight-packs; off for A/B: the artifact keeps copies).
+  bool shareWeights = true;
   /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
   bool prefetchWeights = true;
   /// CUDA (and its emulation): a warp per output element of matrix-vector

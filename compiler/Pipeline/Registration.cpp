@@ -47,6 +47,9 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
   Option<bool> emulateCudaKernels{*this, "emulate-cuda-kernels",
                                   llvm::cl::desc("CPU: the CUDA target's kernel semantics"),
                                   llvm::cl::init(false)};
+  Option<bool> shareWeights{*this, "share-weights",
+                            llvm::cl::desc("Every step reads the one packed copy of a weight"),
+                            llvm::cl::init(true)};
   Option<bool> prefetch{*this, "prefetch", llvm::cl::desc("CPU: matmuls prefetch weights"),
                         llvm::cl::init(true)};
   Option<bool> warpReductions{*this, "warp-reductions",
@@ -81,6 +84,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       options.attentionChunk = attentionChunk;
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
+    options.shareWeights = shareWeights;
     options.warpReductions = warpReductions;
     return options;
   }

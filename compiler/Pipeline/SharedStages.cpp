@@ -49,6 +49,8 @@ void addQuillStage(mlir::OpPassManager &pm, const PipelineOptions &options,
   for (const auto &[name, create] : fusions)
     if (!options.disabledFusions.count(name))
       pm.addPass(create());
+  if (options.shareWeights)
+    pm.addPass(mlir::quill::createShareWeightPacks());
   if (options.quantizeActivations)
     pm.addPass(mlir::quill::createQuantizeActivations());
   mlir::quill::SplitAttentionOptions split;

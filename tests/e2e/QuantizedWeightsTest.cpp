@@ -124,14 +124,20 @@ std::pair<uint64_t, uint64_t> blockOf(const std::string &type) {
   return {1, 1};
 }
 
-/// The artifact's weight table names every tensor of the model once (packs
-/// of several besides), each in the type `typeOf` gives its matrix (norms
-/// f32), with the bytes its blocks take.
+/// The artifact holds every tensor of the model once: its weight table
+/// names each (alone, or as a part of a pack) exactly once, in the type
+/// `typeOf` gives its matrix (norms f32), with the bytes its blocks take,
+/// and the weight blob is at most 1.05x those bytes (alignment padding).
+/// With `normsMayFold` (f32 matrices), a norm folded into the packs that
+/// follow it is stored in them and not by itself.
 void expectTheTableStatesEachWeight(const std::string &artifact, const ModelConfig &c,
-                                    const char *(*typeOf)(const std::string &)) {
+                                    const TensorMap &model,
+                                    const char *(*typeOf)(const std::string &),
+                                    bool normsMayFold = false) {
   auto opened = Artifact::open(artifact);
   ASSERT_TRUE(opened.isOk()) << opened.message();
-  std::map<std::string, int> plain;
+  std::map<std::string, int> stored;
+  uint64_t modelBytes = 0;
   for (const WeightEntry &e : opened->weightTable()) {
     std::vector<std::string> parts;
     for (size_t at = 0; at <= e.name.size();) {
@@ -153,16 +159,21 @@ void expectTheTableStatesEachWeight(const std::string &artifact, const ModelConf
       auto [blockBytes, blockElements] = blockOf(type);
       elements += n;
       bytes += n / blockElements * blockBytes;
+      ++stored[part];
     }
     EXPECT_EQ(e.elements, elements) << e.name;
     EXPECT_EQ(e.bytes, bytes) << e.name;
-    if (parts.size() == 1)
-      ++plain[e.name];
+    modelBytes += bytes;
   }
-  // tok_embeddings, norm, output, and 9 per layer.
-  EXPECT_EQ(plain.size(), 3u + 9u * c.nLayers);
-  for (const auto &[name, count] : plain)
-    EXPECT_EQ(count, 1) << name;
+  for (const auto &[name, values] : model) {
+    auto it = stored.find(name);
+    if (it == stored.end())
+      EXPECT_TRUE(normsMayFold && canonicalShape(c, name).size() == 1) << name << " is not stored";
+    else
+      EXPECT_EQ(it->second, 1) << name << " is stored more than once";
+  }
+  EXPECT_LE(stored.size(), model.size());
+  EXPECT_LE(double(opened->schedule().weightBytes), 1.05 * double(modelBytes));
 }
 
 TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
@@ -182,7 +193,7 @@ TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
                                          std::string("--quantize ") + s.flag +
                                              " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  expectTheTableStatesEachWeight(artifact, c, s.typeOf);
+  expectTheTableStatesEachWeight(artifact, c, values, s.typeOf);
   std::set<std::string> q8 = q8InputMatrices(c, s.typeOf);
   checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, s.flag,
                         q8.empty() ? 1e-4 : kQ8InputTolerance);
@@ -195,6 +206,30 @@ INSTANTIATE_TEST_SUITE_P(
                       Scheme{"q8_0", [](const std::string &n) { return everyMatrix("Q8_0", n); }},
                       Scheme{"q4_0", q4_0Types}, Scheme{"q4_k_m", q4_KMTypes}),
     [](const auto &info) { return std::string(info.param.flag); });
+
+TEST(QuantizeSchemes, Fp32StepsReadOneCopyOfEachWeight) {
+  // The decode step packs Q, K and V (with the RMSNorm folded in) and gate
+  // and up; the prefill and batch steps read the same packs. Without
+  // sharing, they keep copies: the blob grows by their bytes.
+  ModelConfig c = quantConfig(false);
+  TensorMap values = syntheticTensors(c, 31, [](float x) { return x; });
+  std::string source = tempDir() + "/share-f32.bin";
+  writeLlama2cV1(source, c, values);
+  const std::string steps = "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4";
+  std::string shared = compileArtifact(source, syntheticTokenizer(c.vocabSize), "share-f32", steps);
+  std::string copies = compileArtifact(source, syntheticTokenizer(c.vocabSize), "share-f32-copies",
+                                       steps + " --no-weight-sharing");
+  ASSERT_FALSE(shared.empty() || copies.empty());
+  expectTheTableStatesEachWeight(
+      shared, c, values, [](const std::string &) { return "F32"; }, /*normsMayFold=*/true);
+  auto a = Artifact::open(shared), b = Artifact::open(copies);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  // Q, K and V of every layer, once more (with their norm folded in).
+  uint64_t qkv = uint64_t(c.dim + 2 * c.dim / c.nHeads * c.nKvHeads) * c.dim * 4 * c.nLayers;
+  EXPECT_GE(b->schedule().weightBytes, a->schedule().weightBytes + qkv);
+  checkDecodeAndPrefill(shared, oracleFile(source), c, "f32 shared", 1e-4);
+  checkBatch(shared, oracleFile(source), c, "f32 shared", 1e-4);
+}
 
 TEST(FileEncodings, WithoutQuantizedActivationsQ4_0ProductsTakeF32Inputs) {
   // --no-quantize-activations: Q8_0 and Q4_0 products multiply the f32

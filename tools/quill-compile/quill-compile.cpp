@@ -100,6 +100,11 @@ struct Flags {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noWeightSharing{
+      "no-weight-sharing",
+      cl::desc("Prefill and batch steps read their own copies of the weights the decode step "
+               "packs (a larger artifact), for A/B comparisons"),
+      cl::cat(category)};
   cl::opt<bool> noQuantizeActivations{
       "no-quantize-activations",
       cl::desc("Products over Q8_0 and Q4_0 weights keep f32 inputs instead of Q8_0 blocks (no "
@@ -196,6 +201,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
+  options.pipeline.shareWeights = !flags.noWeightSharing;
   options.pipeline.quantizeActivations = !flags.noQuantizeActivations;
   options.pipeline.warpReductions = !flags.noWarpReductions;
   options.pipeline.gpuArch = flags.gpuArch;

@@ -325,10 +325,24 @@ LogicalResult ConcatOp::verify() {
 LogicalResult SliceOp::verify() {
   if (failed(verifyStaticShapes(*this)))
     return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.getRank() != result.getRank())
+    return emitOpError("a slice keeps its input's rank");
+  const char *what = input.getRank() == 1 ? "elements [" : "rows [";
+  if (input.getRank() == 2) {
+    // Whole rows of a packed weight: the bytes of one part of the pack.
+    if (!getInput().getDefiningOp<ConcatOp>())
+      return emitOpError("rows are sliced from a quill.concat: packing happens at compile time");
+    if (input.getElementType() != result.getElementType() ||
+        input.getDimSize(1) != result.getDimSize(1))
+      return emitOpError("rows keep the pack's columns and encoding: ")
+             << input << " -> " << result;
+  }
   int64_t offset = getOffsetAttr().getInt();
   if (offset < 0 || offset + dimOf(getResult(), 0) > dimOf(getInput(), 0))
-    return emitOpError("elements [") << offset << ", " << offset + dimOf(getResult(), 0)
-                                     << ") lie outside the input of " << dimOf(getInput(), 0);
+    return emitOpError(what) << offset << ", " << offset + dimOf(getResult(), 0)
+                             << ") lie outside the input of " << dimOf(getInput(), 0);
   return success();
 }
 

@@ -115,17 +115,22 @@ def Quill_ConcatOp : Quill_Op<"concat", [Pure, AttrSizedOperandSegments]> {
 }
 
 def Quill_SliceOp : Quill_Op<"slice", [Pure]> {
-  let summary = "A contiguous part of a vector: a view, no kernel";
+  let summary = "A contiguous part of a vector or of a packed weight: a view, no kernel";
   let description = [{
-    Elements `[offset, offset + size)` of `input`, where `size` is the
-    result's length. Used to split the output of a fused projection.
+    Elements `[offset, offset + size)` of a vector `input`, where `size` is
+    the result's length: the output of a fused projection split again, or a
+    packed bias. Of a weight matrix (a `quill.concat` of named weights),
+    rows `[offset, offset + rows)`: one step's projection reads its part of
+    the weight another step streams packed, so the artifact holds the rows
+    once. The result has the input's columns and encoding.
 
     ```mlir
     %k = quill.slice %qkv[64] : tensor<128xf32> -> tensor<32xf32>
+    %wk = quill.slice %wqkv[64] : tensor<128x64x!quill.q8_0> -> tensor<32x64x!quill.q8_0>
     ```
   }];
-  let arguments = (ins Quill_Vector:$input, I64Attr:$offset);
-  let results = (outs Quill_Vector:$result);
+  let arguments = (ins AnyTypeOf<[Quill_Vector, Quill_WeightMatrix]>:$input, I64Attr:$offset);
+  let results = (outs AnyTypeOf<[Quill_Vector, Quill_WeightMatrix]>:$result);
   let assemblyFormat = [{
     $input `[` $offset `]` attr-dict `:` type($input) `->` type($result)
   }];

@@ -41,9 +41,10 @@ std::optional<Match> match(LinearOp linear) {
   if (m.k.getOffsetAttr().getInt() > m.v.getOffsetAttr().getInt())
     std::swap(m.k, m.v);
   int64_t rows = linear.getType().getDimSize(0);
-  int64_t qRows = m.q.getType().getDimSize(0), kvRows = m.k.getType().getDimSize(0);
+  auto rowsOf = [](SliceOp slice) { return cast<RankedTensorType>(slice.getType()).getDimSize(0); };
+  int64_t qRows = rowsOf(m.q), kvRows = rowsOf(m.k);
   if (m.k.getOffsetAttr().getInt() != qRows || m.v.getOffsetAttr().getInt() != qRows + kvRows ||
-      m.v.getType().getDimSize(0) != kvRows || qRows + 2 * kvRows != rows)
+      rowsOf(m.v) != kvRows || qRows + 2 * kvRows != rows)
     return std::nullopt;
   m.qRope = soleUser<RoPEOp>(m.q);
   m.kRope = soleUser<RoPEOp>(m.k);

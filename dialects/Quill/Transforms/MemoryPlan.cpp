@@ -39,14 +39,19 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
     }
   for (Operation &op : step.getBody().front()) {
     if (auto weight = dyn_cast<WeightOp>(op)) {
+      auto [type, known] = plan.weightTypes.try_emplace(weight.getName(), weight.getType());
+      if (!known && type->second != weight.getType())
+        return weight.emitOpError("weight '")
+               << weight.getName() << "' is used with two shapes: " << type->second << " and "
+               << weight.getType();
+      // A weight only packed into others (or unused) has no bytes of its
+      // own: the packs hold it.
+      if (llvm::all_of(weight->getUsers(), [](Operation *user) { return isa<ConcatOp>(user); }))
+        continue;
       auto [it, inserted] =
           plan.weights.try_emplace(weight.getName(), plan.weightBytes, weight.getType());
       if (inserted)
         plan.weightBytes += alignUp(byteSize(weight.getType()));
-      else if (it->second.second != weight.getType())
-        return weight.emitOpError("weight '")
-               << weight.getName() << "' is used with two shapes: " << it->second.second << " and "
-               << weight.getType();
       bind(weight, "weights", it->second.first);
     } else if (auto cache = dyn_cast<KVCacheOp>(op);
                cache && cast<RankedTensorType>(cache.getType()).getRank() == 3) {
@@ -88,11 +93,13 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       }
       bind(concat, "weights", it->second);
     } else if (auto slice = dyn_cast<SliceOp>(op)) {
-      // A view into its input's memory: no kernel, no copy.
+      // A view into its input's memory: no kernel, no copy. Its offset
+      // counts elements of a vector, rows of a packed weight.
       BindingAttr parent = plan.bindings.lookup(slice.getInput());
+      auto type = cast<RankedTensorType>(slice.getType());
+      int64_t unitBytes = type.getRank() == 1 ? elementBytes(type) : rowStorageBytes(type);
       plan.bindings[slice] = BindingAttr::get(
-          ctx, parent.getSpace(),
-          parent.getOffset() + slice.getOffsetAttr().getInt() * elementBytes(slice.getType()),
+          ctx, parent.getSpace(), parent.getOffset() + slice.getOffsetAttr().getInt() * unitBytes,
           byteSize(slice.getType()));
     } else if (auto row = dyn_cast<RowOp>(op)) {
       // Row `index` of [T, width] activations: a view of its memory.

@@ -54,11 +54,12 @@ void OutlineKernelsPass::runOnOperation() {
 
   SmallVector<NamedAttribute> offsets;
   SmallVector<NamedAttribute> encodings; // Of the weights not stored as f32.
-  for (auto &entry : plan.weights) {
+  for (auto &entry : plan.weights)
     offsets.emplace_back(StringAttr::get(ctx, entry.getKey()),
                          IntegerAttr::get(IntegerType::get(ctx, 64), entry.getValue().first));
+  for (auto &entry : plan.weightTypes) {
     WeightFormat format =
-        *weightFormatOf(cast<RankedTensorType>(entry.getValue().second).getElementType());
+        *weightFormatOf(cast<RankedTensorType>(entry.getValue()).getElementType());
     if (format.name != "f32")
       encodings.emplace_back(StringAttr::get(ctx, entry.getKey()),
                              StringAttr::get(ctx, format.name));

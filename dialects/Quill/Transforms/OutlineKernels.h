@@ -33,7 +33,11 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain);
 /// Where every tensor value of the steps lives at run time.
 struct MemoryPlan {
   int64_t weightBytes = 0, kvBytes = 0, scratchBytes = 0;
+  /// The weights kernels read as they are -> offset and type.
   llvm::StringMap<std::pair<int64_t, Type>> weights;
+  /// Every named weight's type, the parts of packs included: the encoding
+  /// the artifact stores it in.
+  llvm::StringMap<Type> weightTypes;
   /// Packed weights by a key of their layout and parts -> offset.
   llvm::StringMap<int64_t> packOffsets;
   SmallVector<Attribute> packs;

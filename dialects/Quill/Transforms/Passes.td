@@ -189,6 +189,34 @@ def FuseResidual : Pass<"quill-fuse-residual", "ModuleOp"> {
   }];
 }
 
+def ShareWeightPacks : Pass<"quill-share-weight-packs", "ModuleOp"> {
+  let summary = "Makes every step read the one packed copy of its weights";
+  let description = [{
+    The QKV fusion packs Q, K and V together in the decode step, where a
+    prefill or batch step's projections (whose `[T, rows]` outputs would not
+    split into contiguous views) read them apart. A `quill.linear` whose
+    weight is a named weight, or a pack of a run of parts with the same
+    folded scale, that lies inside a pack of more parts (of any step)
+    reads those rows of that pack instead, through a `quill.slice`; packed
+    biases likewise. Weights only packed then have no bytes of their own in
+    the artifact: it holds each weight once. Results are bitwise equal (the
+    rows are the same bytes). `quill-compile --no-weight-sharing` keeps the
+    separate copies, for A/B comparisons.
+
+    Before (a prefill step, beside a decode step that packs `wq, wk, wv`):
+    ```mlir
+    %wk = quill.weight "wk" : tensor<32x64x!quill.q8_0>
+    %k = quill.linear %h, %wk : tensor<16x64xf32>, tensor<32x64x!quill.q8_0> -> tensor<16x32xf32>
+    ```
+    After:
+    ```mlir
+    %p = quill.concat %wq, %wk, %wv : (...) -> tensor<128x64x!quill.q8_0>
+    %wk = quill.slice %p[64] : tensor<128x64x!quill.q8_0> -> tensor<32x64x!quill.q8_0>
+    %k = quill.linear %h, %wk : tensor<16x64xf32>, tensor<32x64x!quill.q8_0> -> tensor<16x32xf32>
+    ```
+  }];
+}
+
 def SplitAttention : Pass<"quill-split-attention", "ModuleOp"> {
   let summary = "Splits attention over long caches into chunks merged in a fixed order";
   let description = [{

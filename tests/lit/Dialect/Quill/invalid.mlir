@@ -383,6 +383,37 @@ func.func @concat_rows() {
 
 // -----
 
+func.func @slice_rows_of_weight() {
+  %w = quill.weight "w" : tensor<8x8xf32>
+  // expected-error @+1 {{'quill.slice' op rows are sliced from a quill.concat: packing happens at compile time}}
+  %s = quill.slice %w[4] : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rows_columns() {
+  %a = quill.weight "a" : tensor<4x8xf32>
+  %b = quill.weight "b" : tensor<4x8xf32>
+  %c = quill.concat %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  // expected-error @+1 {{'quill.slice' op rows keep the pack's columns and encoding: 'tensor<8x8xf32>' -> 'tensor<4x4xf32>'}}
+  %s = quill.slice %c[4] : tensor<8x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rows_outside() {
+  %a = quill.weight "a" : tensor<4x8xf32>
+  %b = quill.weight "b" : tensor<4x8xf32>
+  %c = quill.concat %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  // expected-error @+1 {{'quill.slice' op rows [6, 10) lie outside the input of 8}}
+  %s = quill.slice %c[6] : tensor<8x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @slice_outside(%x: tensor<8xf32>) {
   // expected-error @+1 {{'quill.slice' op elements [6, 10) lie outside the input of 8}}
   %s = quill.slice %x[6] : tensor<8xf32> -> tensor<4xf32>
