@@ -1,0 +1,69 @@
+// What quill-run holds in memory: the artifact's weights are mapped, not
+// copied, so a run's peak resident set stays within the weights, the KV
+// cache and 200 MB (the bound), measured from the kernel's own
+// accounting of the process (wait4's ru_maxrss).
+#include "TestSupport.h"
+#include "runtime/artifact/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace quill::test {
+namespace {
+
+/// Runs `argv` (no shell, output to /dev/null) and returns its exit code
+/// and peak resident set in bytes.
+std::pair<int, uint64_t> runMeasured(const std::vector<std::string> &argv) {
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage = {};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid)
+    return {-1, 0};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, uint64_t(usage.ru_maxrss) * 1024};
+}
+
+TEST(MemoryFootprint, PeakResidentSetIsTheWeightsTheCacheAnd200MB) {
+  // 8 layers of width 512 over a 32000-word vocabulary with its own
+  // classifier: 58M fp32 weights (233 MB), more than the allowance, so a
+  // copy of them would not fit.
+  ModelConfig c = llamaShape(512, 1376, 8, 8, 8, 32000, 256);
+  c.sharedClassifier = false;
+  std::string artifact = compileSynthetic(c, "footprint");
+  ASSERT_FALSE(artifact.empty());
+  auto opened = Artifact::open(artifact);
+  ASSERT_TRUE(opened.isOk()) << opened.message();
+  const uint64_t weights = opened->schedule().weightBytes;
+  // K and V, f32, every layer and position.
+  const uint64_t cache = 2ull * c.nLayers * c.seqLen * (c.dim / c.nHeads * c.nKvHeads) * 4;
+  EXPECT_GT(weights, 230'000'000u);
+  auto [code, peak] = runMeasured({tool("quill-run"), artifact, "--prompt", "Once upon a time",
+                                   "-n", "24", "--threads", "2", "--temp", "0"});
+  ASSERT_EQ(code, 0);
+  const uint64_t bound = weights + cache + 200'000'000u;
+  EXPECT_LE(peak, bound) << "peak RSS " << peak << " bytes for " << weights << " of weights and "
+                         << cache << " of KV cache";
+  // Every weight was read, so most of the mapping is resident.
+  EXPECT_GE(peak, weights / 2);
+  std::printf("quill-run peak RSS %.1f MB: %.1f MB of weights, %.1f MB of KV cache\n", peak / 1e6,
+              weights / 1e6, cache / 1e6);
+}
+
+} // namespace
+} // namespace quill::test
