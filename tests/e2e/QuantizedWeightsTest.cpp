@@ -82,6 +82,29 @@ INSTANTIATE_TEST_SUITE_P(Types, FileEncodings,
                                            FileEncoding{"Q4_K_M", false}),
                          [](const auto &info) { return std::string(info.param.type); });
 
+TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
+  // The down projection's rows are 1280 wide: two panels of the register
+  // tiles (1024 and 256 columns), which a batch step with one live row
+  // must add in the same order for its logits to stay those it gets among
+  // other rows (checkBatch compares them bit for bit).
+  for (const char *type : {"Q8_0", "Q4_K", "F16"}) {
+    ModelConfig c = quantConfig(false);
+    c.hiddenDim = 1280;
+    std::string name = std::string("panels-") + type;
+    std::string model = tempDir() + "/" + name + ".gguf";
+    std::string reference = tempDir() + "/" + name + "-reference.bin";
+    TensorMap values = syntheticTensors(c, 37, [](float x) { return x; }), stored;
+    writeBytes(model, llamaGgufBytes(c, values, type, 3, &stored));
+    writeLlama2cV1(reference, c, stored);
+    std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
+                                           "--batch-rows 4 --kv-block-size 4");
+    ASSERT_FALSE(artifact.empty());
+    std::set<std::string> q8 =
+        q8InputMatrices(c, [&](const std::string &) { return std::string(type); });
+    checkBatch(artifact, oracleFile(reference, q8), c, type, q8.empty() ? 1e-4 : kQ8InputTolerance);
+  }
+}
+
 /// quill-compile --quantize=SCHEME of an fp32 llama2.c file, against the
 /// oracle on what the test writers' own formulas make of its weights.
 struct Scheme {

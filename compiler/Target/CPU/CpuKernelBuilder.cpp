@@ -169,42 +169,84 @@ Value CpuKernelBuilder::decodingMatMulRows(OpBuilder &b, Location loc, Value wei
     return KernelBuilder::decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  const bool inRegisters = decodesInRegisters(weight.getType(), options_.vectorWidth);
   // Weight rows decoded kDecodedRows at a time into a stack buffer, once
   // for all T token rows, then multiplied by the f32 register tiles: the
   // decoding costs a T-th of what decoding each weight per token would.
-  const int64_t chunk = kDecodedRows;
-  Value buffer = scratchSlice(b, loc, {chunk, width},
-                              {b.getIndexAttr(chunk), b.getIndexAttr(width)}, std::nullopt);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value step = arith::ConstantIndexOp::create(b, loc, chunk);
-  Value count = getValueOrCreateConstantIndexOp(b, loc, rows);
-  Value first = getValueOrCreateConstantIndexOp(b, loc, firstRow);
-  auto loop = scf::ForOp::create(
-      b, loc, zero, count, step, ValueRange{init, buffer},
-      [&](OpBuilder &nb, Location l, Value at, ValueRange carried) {
-        Value n = arith::MinUIOp::create(nb, l, step, arith::SubIOp::create(nb, l, count, at));
-        SmallVector<OpFoldResult> origin = {nb.getIndexAttr(0), nb.getIndexAttr(0)};
-        SmallVector<OpFoldResult> ones = {nb.getIndexAttr(1), nb.getIndexAttr(1)};
-        SmallVector<OpFoldResult> rowSizes = {n, nb.getIndexAttr(width)};
-        Value rowsOf = tensor::ExtractSliceOp::create(nb, l, carried[1], origin, rowSizes, ones);
-        Value from = arith::AddIOp::create(nb, l, first, at);
-        Value decoded =
-            decodesInRegisters(weight.getType(), options_.vectorWidth)
-                ? decodeRowsInRegisters(nb, l, options_.vectorWidth, weight, from, n, rowsOf)
-                : decodedRows(nb, l, weight, from, rowsOf);
-        Value chunkRows =
-            tensor::InsertSliceOp::create(nb, l, decoded, carried[1], origin, rowSizes, ones);
-        SmallVector<OpFoldResult> outOffsets = {nb.getIndexAttr(0), at};
-        SmallVector<OpFoldResult> outSizes = {nb.getIndexAttr(tokens), n};
-        Value outPart =
-            tensor::ExtractSliceOp::create(nb, l, carried[0], outOffsets, outSizes, ones);
-        Value product =
-            matMulRows(nb, l, chunkRows, input, nb.getIndexAttr(0), n, liveRows, outPart);
-        Value out =
-            tensor::InsertSliceOp::create(nb, l, product, carried[0], outOffsets, outSizes, ones);
-        scf::YieldOp::create(nb, l, ValueRange{out, chunkRows});
-      });
-  return loop.getResult(0);
+  auto tiled = [&](OpBuilder &ob, Location ol, OpFoldResult from, OpFoldResult count,
+                   Value out) -> Value {
+    const int64_t chunk = kDecodedRows;
+    Value buffer = scratchSlice(ob, ol, {chunk, width},
+                                {ob.getIndexAttr(chunk), ob.getIndexAttr(width)}, std::nullopt);
+    Value zero = arith::ConstantIndexOp::create(ob, ol, 0);
+    Value step = arith::ConstantIndexOp::create(ob, ol, chunk);
+    Value total = getValueOrCreateConstantIndexOp(ob, ol, count);
+    Value first = getValueOrCreateConstantIndexOp(ob, ol, from);
+    auto loop = scf::ForOp::create(
+        ob, ol, zero, total, step, ValueRange{out, buffer},
+        [&](OpBuilder &nb, Location l, Value at, ValueRange carried) {
+          Value n = arith::MinUIOp::create(nb, l, step, arith::SubIOp::create(nb, l, total, at));
+          SmallVector<OpFoldResult> origin = {nb.getIndexAttr(0), nb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> ones = {nb.getIndexAttr(1), nb.getIndexAttr(1)};
+          SmallVector<OpFoldResult> rowSizes = {n, nb.getIndexAttr(width)};
+          Value rowsOf = tensor::ExtractSliceOp::create(nb, l, carried[1], origin, rowSizes, ones);
+          Value row = arith::AddIOp::create(nb, l, first, at);
+          Value decoded = inRegisters ? decodeRowsInRegisters(nb, l, options_.vectorWidth, weight,
+                                                              row, n, rowsOf)
+                                      : decodedRows(nb, l, weight, row, rowsOf);
+          Value chunkRows =
+              tensor::InsertSliceOp::create(nb, l, decoded, carried[1], origin, rowSizes, ones);
+          SmallVector<OpFoldResult> outOffsets = {nb.getIndexAttr(0), at};
+          SmallVector<OpFoldResult> outSizes = {nb.getIndexAttr(tokens), n};
+          Value outPart =
+              tensor::ExtractSliceOp::create(nb, l, carried[0], outOffsets, outSizes, ones);
+          Value product =
+              matMulRows(nb, l, chunkRows, input, nb.getIndexAttr(0), n, liveRows, outPart);
+          Value result =
+              tensor::InsertSliceOp::create(nb, l, product, carried[0], outOffsets, outSizes, ones);
+          scf::YieldOp::create(nb, l, ValueRange{result, chunkRows});
+        });
+    return loop.getResult(0);
+  };
+  if (!liveRows || !inRegisters)
+    return tiled(b, loc, firstRow, rows, init);
+  // A batch step with one live row (one sequence decoding): its whole tiles'
+  // rows as a matrix-vector product that decodes in registers and sums as
+  // the tiles do (no buffer, no tile over absent tokens), the rows past
+  // them as before; the logits are those the row gets among others.
+  // (Straight-line code whose trip counts depend on the row count: an
+  // scf.if between the two forms would copy the output. The fill gives the
+  // output one use, so that it still bufferizes into the kernel's.)
+  init = linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
+             ->getResult(0);
+  const int64_t tileRows = matMulTile().rows;
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, liveRows, one);
+  Value whole = getValueOrCreateConstantIndexOp(
+      b, loc, mulIndex(b, loc, divIndex(b, loc, rows, tileRows), tileRows));
+  Value blocked =
+      arith::SelectOp::create(b, loc, single, whole, arith::ConstantIndexOp::create(b, loc, 0));
+  SmallVector<OpFoldResult> zeros = {b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> firstRowSizes = {b.getIndexAttr(1), blocked};
+  auto vectorType = RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
+  Value rowOut =
+      tensor::ExtractSliceOp::create(b, loc, vectorType, init, zeros, firstRowSizes, ones);
+  Value sums = decodedWeightsMatVec(
+      b, loc, options_.vectorWidth, kDecodeRowBlock, weight, input,
+      getValueOrCreateConstantIndexOp(b, loc, firstRow),
+      arith::DivUIOp::create(b, loc, blocked,
+                             arith::ConstantIndexOp::create(b, loc, kDecodeRowBlock)),
+      rowOut);
+  Value out = tensor::InsertSliceOp::create(b, loc, sums, init, zeros, firstRowSizes, ones);
+  // The other rows (all of them with more live rows) through the tiles.
+  Value rest =
+      arith::SubIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, rows), blocked);
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), blocked};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(tokens), rest};
+  Value restOut = tensor::ExtractSliceOp::create(b, loc, out, offsets, sizes, ones);
+  Value restRows = tiled(b, loc, addIndex(b, loc, firstRow, blocked), rest, restOut);
+  return tensor::InsertSliceOp::create(b, loc, restRows, out, offsets, sizes, ones);
 }
 
 Value CpuKernelBuilder::attentionScores(OpBuilder &b, Location loc, Value query, Value keys,

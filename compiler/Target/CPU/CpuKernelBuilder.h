@@ -8,6 +8,10 @@
 
 namespace mlir::quill {
 
+/// Columns per panel of a register-tiled matmul (4 KiB of f32 rows): each
+/// panel's dot products are summed apart, then added in panel order.
+constexpr int64_t kMatMulPanel = 1024;
+
 /// The register tile of a matrix-matrix product.
 struct MatMulTile {
   int64_t tokens; ///< Token rows per tile.
@@ -83,6 +87,16 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
 /// `init` ([count, columns]), block by block in registers, each value
 /// rounded as the generic decoding rounds it; the weights decodesInRegisters
 /// takes (DecodingMatVec.cpp).
+/// Rows [first, first + blocks * rowBlock) of an encoded W times row 0 of
+/// X ([T, K]), into `init`, summed exactly as the register tiles sum one
+/// token over W's rows decoded into a buffer (decodeRowsInRegisters): each
+/// weight decoded to f32 in registers, one vectorWidth-lane FMA chain per
+/// row and panel in column order, its lanes summed, the panels added in
+/// order. A batch step with one live row streams W once with it, and its
+/// logits stay those it would have among other rows.
+Value decodedWeightsMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
+                           Value weight, Value input, Value first, Value blocks, Value init);
+
 Value decodeRowsInRegisters(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,
                             Value first, Value count, Value init);
 

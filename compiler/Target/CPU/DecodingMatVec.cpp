@@ -88,39 +88,87 @@ void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value>
   }
 }
 
-Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
-                            Value weight, Value input, Value first, Value blocks, Value init) {
-  auto weightType = cast<RankedTensorType>(weight.getType());
-  Type element = weightType.getElementType();
-  WeightFormat format = *weightFormatOf(element);
-  const int64_t width = weightType.getDimSize(1);
-  const bool plain = !format.isBlockQuantized();
-  const int64_t steps = plain ? width / vectorWidth : width / format.blockElements;
-  RowDecoder decoder{b, loc, weightStorage(weight), input, vectorWidth, reductionFastMath(b)};
-  // The rows' bytes, to prefetch the next block of rows: rows of a few
-  // hundred bytes are streams too short for the hardware prefetcher.
-  Value storageMemref;
-  if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
-    storageMemref = toTensor.getBuffer();
-  const int64_t stepBytes = plain ? vectorWidth : format.blockBytes; // In storage elements.
-  const int64_t ahead = prefetchDistance(rowBlock, rowStorageBytes(weightType));
-  Value zero = decoder.index(0), one = decoder.index(1);
-  Value zeros =
-      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(decoder.f32s(vectorWidth), 0.0f));
+namespace {
+
+/// What both encoded matrix-vector forms stream: the weight's rows in blocks
+/// of `rowBlock`, each step's bytes prefetched a few rows ahead (rows of a
+/// few hundred bytes are streams too short for the hardware prefetcher).
+struct RowBlockStream {
+  Value storageMemref; ///< Null where the weight is no buffer's.
+  int64_t stepBytes;   ///< Storage bytes of a row per step.
+  int64_t ahead;       ///< Rows to prefetch ahead.
+
+  RowBlockStream(const RowDecoder &decoder, RankedTensorType weightType, int64_t rowBlock,
+                 int64_t vectorWidth) {
+    if (auto toTensor = decoder.storage.getDefiningOp<bufferization::ToTensorOp>())
+      storageMemref = toTensor.getBuffer();
+    WeightFormat format = *weightFormatOf(weightType.getElementType());
+    stepBytes = format.isBlockQuantized() ? format.blockBytes : vectorWidth;
+    ahead = prefetchDistance(rowBlock, rowStorageBytes(weightType));
+  }
+
+  void prefetch(OpBuilder &b, Location loc, ArrayRef<Value> rows, Value step) const {
+    if (storageMemref)
+      prefetchNextRows(b, loc, storageMemref, rows, ahead, step, stepBytes);
+  }
+};
+
+/// Rows [first, first + blocks * rowBlock) into `init`: `rowSums` gives the
+/// sums of a block's rows (f32 scalars) from their indices.
+Value overRowBlocks(
+    OpBuilder &b, Location loc, RowDecoder &decoder, int64_t rowBlock, Value first, Value blocks,
+    Value init,
+    llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>)> rowSums) {
   auto rows = scf::ForOp::create(
-      b, loc, zero, blocks, one, ValueRange{init},
+      b, loc, decoder.index(0), blocks, decoder.index(1), ValueRange{init},
       [&](OpBuilder &nb, Location l, Value block, ValueRange carried) {
         Value offset = arith::MulIOp::create(nb, l, block, decoder.index(rowBlock));
         Value row = arith::AddIOp::create(nb, l, first, offset);
         SmallVector<Value> rowIndex;
         for (int64_t r = 0; r < rowBlock; ++r)
           rowIndex.push_back(decoder.at(row, r));
+        Value sums =
+            vector::FromElementsOp::create(nb, l, decoder.f32s(rowBlock), rowSums(nb, l, rowIndex));
+        Value y = vector::TransferWriteOp::create(nb, l, sums, carried[0], ValueRange{offset},
+                                                  ArrayRef<bool>{true})
+                      .getResult();
+        scf::YieldOp::create(nb, l, ValueRange{y});
+      });
+  return rows.getResult(0);
+}
+
+/// Each vector accumulator's lanes summed.
+SmallVector<Value> laneSums(OpBuilder &b, Location loc, const RowDecoder &decoder,
+                            ValueRange accumulators) {
+  SmallVector<Value> sums;
+  for (Value acc : accumulators)
+    sums.push_back(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, acc, Value(),
+                                               decoder.fastMath.getValue()));
+  return sums;
+}
+
+} // namespace
+
+Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
+                            Value weight, Value input, Value first, Value blocks, Value init) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  Type element = weightType.getElementType();
+  WeightFormat format = *weightFormatOf(element);
+  const int64_t width = weightType.getDimSize(1);
+  const int64_t steps =
+      format.isBlockQuantized() ? width / format.blockElements : width / vectorWidth;
+  RowDecoder decoder{b, loc, weightStorage(weight), input, vectorWidth, reductionFastMath(b)};
+  RowBlockStream stream(decoder, weightType, rowBlock, vectorWidth);
+  Value zeros =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(decoder.f32s(vectorWidth), 0.0f));
+  return overRowBlocks(
+      b, loc, decoder, rowBlock, first, blocks, init,
+      [&](OpBuilder &nb, Location l, ArrayRef<Value> rowIndex) {
         SmallVector<Value> accInit(rowBlock, zeros);
         auto columns = scf::ForOp::create(
-            nb, l, zero, decoder.index(steps), one, accInit,
+            nb, l, decoder.index(0), decoder.index(steps), decoder.index(1), accInit,
             [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
-              if (storageMemref)
-                prefetchNextRows(ib, il, storageMemref, rowIndex, ahead, step, stepBytes);
+              stream.prefetch(ib, il, rowIndex, step);
               SmallVector<Value> next;
               for (int64_t r = 0; r < rowBlock; ++r) {
                 if (isa<Q8_0Type>(element))
@@ -134,18 +182,77 @@ Value blockedDecodingMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int
               }
               scf::YieldOp::create(ib, il, next);
             });
-        SmallVector<Value> sums;
-        for (int64_t r = 0; r < rowBlock; ++r)
-          sums.push_back(vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD,
-                                                     columns.getResult(r), Value(),
-                                                     decoder.fastMath.getValue()));
-        Value rowSums = vector::FromElementsOp::create(nb, l, decoder.f32s(rowBlock), sums);
-        Value y = vector::TransferWriteOp::create(nb, l, rowSums, carried[0], ValueRange{offset},
-                                                  ArrayRef<bool>{true})
-                      .getResult();
-        scf::YieldOp::create(nb, l, ValueRange{y});
+        return laneSums(nb, l, decoder, columns.getResults());
       });
-  return rows.getResult(0);
+}
+
+Value decodedWeightsMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, int64_t rowBlock,
+                           Value weight, Value input, Value first, Value blocks, Value init) {
+  auto weightType = cast<RankedTensorType>(weight.getType());
+  Type element = weightType.getElementType();
+  WeightFormat format = *weightFormatOf(element);
+  const int64_t width = weightType.getDimSize(1);
+  // A step decodes one block (f16, bf16: one vector) of every row.
+  const int64_t stepColumns = format.isBlockQuantized() ? format.blockElements : vectorWidth;
+  const int64_t steps = width / stepColumns, panelSteps = kMatMulPanel / stepColumns;
+  const int64_t panels = (steps + panelSteps - 1) / panelSteps;
+  RowDecoder decoder{b, loc, weightStorage(weight), Value(), vectorWidth, reductionFastMath(b)};
+  RowBlockStream stream(decoder, weightType, rowBlock, vectorWidth);
+  Value zero = decoder.index(0), one = decoder.index(1);
+  Value zeros =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(decoder.f32s(vectorWidth), 0.0f));
+  return overRowBlocks(
+      b, loc, decoder, rowBlock, first, blocks, init,
+      [&](OpBuilder &nb, Location l, ArrayRef<Value> rowIndex) {
+        SmallVector<Value> sumInit(rowBlock, f32Constant(nb, l, 0.0f));
+        auto panelLoop = scf::ForOp::create(
+            nb, l, zero, decoder.index(panels), one, sumInit,
+            [&](OpBuilder &pb, Location pl, Value panel, ValueRange sums) {
+              Value stepBegin = arith::MulIOp::create(pb, pl, panel, decoder.index(panelSteps));
+              Value stepEnd = arith::MinUIOp::create(
+                  pb, pl, arith::AddIOp::create(pb, pl, stepBegin, decoder.index(panelSteps)),
+                  decoder.index(steps));
+              SmallVector<Value> accInit(rowBlock, zeros);
+              auto columns = scf::ForOp::create(
+                  pb, pl, stepBegin, stepEnd, one, accInit,
+                  [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
+                    stream.prefetch(ib, il, rowIndex, step);
+                    SmallVector<Value> next(acc.begin(), acc.end());
+                    for (int64_t r = 0; r < rowBlock; ++r) {
+                      // The decoded values' vectors in column order, each
+                      // one FMA with the input's.
+                      auto chain = [&](Value values, Value column) {
+                        const int64_t n = cast<VectorType>(values.getType()).getDimSize(0);
+                        for (int64_t part = 0; part < n / vectorWidth; ++part) {
+                          Value at = decoder.at(column, part * vectorWidth);
+                          Value x = readVector(ib, il, input, ValueRange{zero, at}, vectorWidth,
+                                               ib.getF32Type());
+                          next[r] =
+                              decoder.fma(decoder.slice(values, part * vectorWidth), x, next[r]);
+                        }
+                      };
+                      if (isa<Q4_KType, Q6_KType>(element)) {
+                        decoder.kQuantSubBlocks(
+                            rowIndex[r], step, element,
+                            [&](Value qf, Value column, Value scale, Value offset) {
+                              chain(decoder.kQuantValues(qf, scale, offset), column);
+                            });
+                      } else {
+                        auto [values, column] = decoder.decodedStep(rowIndex[r], step, element);
+                        chain(values, column);
+                      }
+                    }
+                    scf::YieldOp::create(ib, il, next);
+                  });
+              // The tiles add each panel's sum to the ones before it.
+              SmallVector<Value> nextSums;
+              for (auto [sum, panelSum] :
+                   llvm::zip(sums, laneSums(pb, pl, decoder, columns.getResults())))
+                nextSums.push_back(arith::AddFOp::create(pb, pl, sum, panelSum));
+              scf::YieldOp::create(pb, pl, nextSums);
+            });
+        return SmallVector<Value>(panelLoop.getResults());
+      });
 }
 
 Value decodeRowsInRegisters(OpBuilder &b, Location loc, int64_t vectorWidth, Value weight,

@@ -17,7 +17,6 @@ namespace mlir::quill {
 
 namespace {
 constexpr int64_t kRowBlock = 8; ///< Weight rows streamed together by a matvec.
-constexpr int64_t kPanel = 1024; ///< Columns per panel of a matmul (4 KiB rows).
 } // namespace
 
 /// Rows [first, first + blocks * kRowBlock) of W @ x into `init`, the width
@@ -89,7 +88,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
                     Value init, bool prefetch) {
   const int64_t vectorWidth = tileShape.lanes, tileRows = tileShape.rows;
   const int64_t tileTokens = tileShape.tokens;
-  // The width is taken in panels of kPanel columns (the outermost loop), so
+  // The width is taken in panels of kMatMulPanel columns (the outermost loop), so
   // the token rows' panel stays in L2 while every weight block passes over
   // it; each panel's dot products are added into the output.
   int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
@@ -104,7 +103,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
   auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, l, v);
   };
-  const int64_t totalSteps = width / vectorWidth, panelSteps = kPanel / vectorWidth;
+  const int64_t totalSteps = width / vectorWidth, panelSteps = kMatMulPanel / vectorWidth;
   // The weight's memref, to prefetch the next block of rows while this one
   // is computed (the hardware prefetcher does not run ahead across the
   // block's 8 strided row streams).

@@ -243,17 +243,23 @@ struct RowDecoder {
     return acc;
   }
 
+  /// A K-quant sub-block's weights: scale * q - offset (`offset` may be
+  /// null), rounded as the generic decoding rounds them.
+  Value kQuantValues(Value qf, Value scaleValue, Value offsetValue) {
+    const int64_t n = cast<VectorType>(qf.getType()).getDimSize(0);
+    Value values =
+        arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f32s(n), scaleValue), qf);
+    if (offsetValue)
+      values = arith::SubFOp::create(b, loc, values,
+                                     vector::BroadcastOp::create(b, loc, f32s(n), offsetValue));
+    return values;
+  }
+
   /// A K-quant super-block of `row` decoded into row `r` of `out`.
   Value kQuantInto(Value row, Value block, Type element, Value r, Value out) {
     SubBlockFn write = [&](Value qf, Value column, Value scaleValue, Value offsetValue) {
-      const int64_t n = cast<VectorType>(qf.getType()).getDimSize(0);
-      Value values = arith::MulFOp::create(
-          b, loc, vector::BroadcastOp::create(b, loc, f32s(n), scaleValue), qf);
-      if (offsetValue)
-        values = arith::SubFOp::create(b, loc, values,
-                                       vector::BroadcastOp::create(b, loc, f32s(n), offsetValue));
-      out = vector::TransferWriteOp::create(b, loc, values, out, ValueRange{r, column},
-                                            ArrayRef<bool>{true})
+      out = vector::TransferWriteOp::create(b, loc, kQuantValues(qf, scaleValue, offsetValue), out,
+                                            ValueRange{r, column}, ArrayRef<bool>{true})
                 .getResult();
     };
     kQuantSubBlocks(row, block, element, write);

@@ -125,3 +125,28 @@ func.func @linear_rows_plain(%x: tensor<32x20xf32>, %w: tensor<8x20xf32>, %n: in
   %y = quill.linear %x, %w rows %n : tensor<32x20xf32>, tensor<8x20xf32> -> tensor<32x8xf32>
   return %y : tensor<32x8xf32>
 }
+
+// -----
+
+// Encoded weights with live rows: with exactly one live row, the whole
+// tiles' rows (here all 8) take the matrix-vector form that decodes each
+// Q8_0 block in registers into one FMA chain per row (4 rows per block of
+// the loop, two 16-lane FMAs per 32-weight block, no buffer), and the tiles
+// get none of them; with more, the tiles get all the rows.
+// CHECK-LABEL: func.func @live_rows_decoded
+// CHECK-SAME: %[[N:[^:]+]]: index)
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %[[N]], %c1
+// CHECK: %[[MATVEC:.*]] = arith.select %[[ONE]], %c8, %c0
+// CHECK: arith.divui %[[MATVEC]], %c4
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-COUNT-8: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK: arith.subi %c8, %[[MATVEC]]
+// CHECK: return
+func.func @live_rows_decoded(%x: tensor<32x64xf32>, %bytes: tensor<8x68xi8>, %n: index) -> tensor<32x8xf32> {
+  %w = quill.weight_view %bytes : tensor<8x68xi8> -> tensor<8x64x!quill.q8_0>
+  %y = quill.linear %x, %w rows %n : tensor<32x64xf32>, tensor<8x64x!quill.q8_0> -> tensor<32x8xf32>
+  return %y : tensor<32x8xf32>
+}
