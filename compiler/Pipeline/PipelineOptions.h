@@ -34,6 +34,9 @@ struct PipelineOptions {
   bool shareWeights = true;
   /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
   bool prefetchWeights = true;
+  /// CPU with int8 dot products: prefill's and the batch step's products
+  /// over Q8_0 and Q4_0 weights as int8 tiles (off for A/B: f32 tiles).
+  bool int8MatMul = true;
   /// CUDA (and its emulation): a warp per output element of matrix-vector
   /// kernels, its lanes sharing the reduction (off: a thread per row).
   bool warpReductions = true;

@@ -52,6 +52,9 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
                             llvm::cl::init(true)};
   Option<bool> prefetch{*this, "prefetch", llvm::cl::desc("CPU: matmuls prefetch weights"),
                         llvm::cl::init(true)};
+  Option<bool> int8MatMul{*this, "int8-matmul",
+                          llvm::cl::desc("CPU: Q8_0/Q4_0 matmuls as int8 row-group tiles"),
+                          llvm::cl::init(true)};
   Option<bool> warpReductions{*this, "warp-reductions",
                               llvm::cl::desc("CUDA: a warp per matrix-vector output"),
                               llvm::cl::init(true)};
@@ -84,6 +87,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       options.attentionChunk = attentionChunk;
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
+    options.int8MatMul = int8MatMul;
     options.shareWeights = shareWeights;
     options.warpReductions = warpReductions;
     return options;

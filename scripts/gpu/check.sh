@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, from the repository root, with .gpu-carry/ from
 # scripts/gpu/prepare.sh: the CUDA path's correctness tests (stories260K's
-# golden text, the logits of 64 steps against the CPU) and the speed of the
-# 110m and 1b shapes (quill-run --bench --device cuda; 110m-thread-rows is
+# golden text, the logits of 64 steps against the CPU, quantized weights too)
+# and the speed of the 110m and 1b shapes (110m in Q8_0 and Q4_K_M, 1b in
+# Q4_K_M too) (quill-run --bench --device cuda; 110m-thread-rows is
 # 110m with --no-warp-reductions, for the A/B; 110m also runs with
 # --no-cuda-graphs), and the time per kernel (--profile) of 110m and 1b. Everything it
 # prints also goes to $OUT (or ./gpu-out) for the device tool to bring back.
@@ -22,11 +23,11 @@ say "== $(date -u +%FT%TZ) $(uname -m)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$log"
 status=0
 
-say "== correctness (CudaOnGpu.*)"
-"$carry/bin/quill-e2e-tests" --gtest_filter='CudaOnGpu.*' 2>&1 | tee -a "$log"
+say "== correctness (CudaOnGpu.*, CudaQuantizedOnGpu.*)"
+"$carry/bin/quill-e2e-tests" --gtest_filter='CudaOnGpu.*:*CudaQuantizedOnGpu.*' 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
-for shape in 110m 110m-thread-rows 1b; do
+for shape in 110m 110m-thread-rows 110m-q8_0 110m-q4_k_m 1b 1b-q4_k_m; do
   say "== $shape"
   artifact=/tmp/$shape-cuda.qm
   python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(lzma.open(sys.argv[1])), open(sys.argv[2], 'wb'), 1 << 24)" \
@@ -37,7 +38,7 @@ for shape in 110m 110m-thread-rows 1b; do
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   "$carry/bin/quill-run" "$artifact" --device cuda --bench --json > "$out/bench-$shape.json" 2>> "$log" ||
     status=1
-  if [ "$shape" != 110m-thread-rows ]; then
+  if [ "$shape" = 110m ] || [ "$shape" = 1b ] || [ "$shape" = 110m-q4_k_m ]; then
     say "== $shape, time per kernel (--profile: launched one by one, each between events)"
     "$carry/bin/quill-run" "$artifact" --device cuda --profile -n 64 --temp 0 2>&1 >/dev/null |
       tee -a "$log"

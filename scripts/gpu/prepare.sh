@@ -4,8 +4,10 @@
 #   - the runtime's binaries and libtbb;
 #   - stories260K, and a small model of 110m's warp shapes, compiled for CUDA
 #     and for any x86-64-v3 (AVX2) CPU (the golden and logit tests);
+#   - a model of rows of 256 quantized (q8_0, q4_0, q4_k_m) for CUDA and the
+#     CPU (the quantized weights' logit tests);
 #   - the 110m and 1b shapes compiled for CUDA (110m also with
-#     --no-warp-reductions) from synthetic weights that repeat every 4096
+#     --no-warp-reductions, and both quantized) from synthetic weights that repeat every 4096
 #     values (a step's speed does not depend on the values; such artifacts
 #     compress to about 10 MB), xz compressed twice.
 # Run after scripts/build.sh; the folder stays under 60 MiB so the device tool
@@ -44,6 +46,18 @@ cp "$stories/expected-greedy-200.txt" "$carry/artifacts/"
 "$bin/quill-compile" "$work/gpu-warp.bin" --tokenizer "$work/gpu-warp-tok.bin" \
   --cpu x86-64-v3 --batch-rows 0 -o "$carry/artifacts/gpu-warp-cpu.qm"
 
+# The quantized weights' check (CudaQuantizedOnGpu.*): rows of 256, each
+# scheme for CUDA and the CPU.
+"$bin/quill-synth" --dim 256 --hidden 768 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
+  --seq-len 256 --separate-classifier --query-key-gain 3 -o "$work/gpu-quant.bin" \
+  --tokenizer-out "$work/gpu-quant-tok.bin" > /dev/null
+for scheme in q8_0 q4_0 q4_k_m; do
+  "$bin/quill-compile" "$work/gpu-quant.bin" --tokenizer "$work/gpu-quant-tok.bin" --target=cuda \
+    --quantize "$scheme" -o "$carry/artifacts/gpu-quant-$scheme-cuda.qm"
+  "$bin/quill-compile" "$work/gpu-quant.bin" --tokenizer "$work/gpu-quant-tok.bin" \
+    --cpu x86-64-v3 --batch-rows 0 --quantize "$scheme" -o "$carry/artifacts/gpu-quant-$scheme-cpu.qm"
+done
+
 # name, shape, extra quill-compile flags: 110m also as a thread per matvec
 # row (--no-warp-reductions), for the A/B comparison.
 while read -r name shape flags; do
@@ -60,7 +74,10 @@ while read -r name shape flags; do
 done <<'SHAPES'
 110m 110m
 110m-thread-rows 110m --no-warp-reductions
+110m-q8_0 110m --quantize q8_0
+110m-q4_k_m 110m --quantize q4_k_m
 1b 1b
+1b-q4_k_m 1b --quantize q4_k_m
 SHAPES
 
 size=$(du -sb "$carry" | cut -f1)

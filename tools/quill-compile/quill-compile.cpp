@@ -100,6 +100,12 @@ struct Flags {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noInt8MatMul{
+      "no-int8-matmul",
+      cl::desc("Prefill and batch products over Q8_0 and Q4_0 weights decode the weights to f32 "
+               "tiles instead of int8 dot products over transposed row groups, for A/B "
+               "comparisons"),
+      cl::cat(category)};
   cl::opt<bool> noWeightSharing{
       "no-weight-sharing",
       cl::desc("Prefill and batch steps read their own copies of the weights the decode step "
@@ -201,6 +207,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
+  options.pipeline.int8MatMul = !flags.noInt8MatMul;
   options.pipeline.shareWeights = !flags.noWeightSharing;
   options.pipeline.quantizeActivations = !flags.noQuantizeActivations;
   options.pipeline.warpReductions = !flags.noWarpReductions;

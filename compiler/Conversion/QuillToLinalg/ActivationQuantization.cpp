@@ -20,11 +20,13 @@ Value q8Round(OpBuilder &b, Location loc, Value x, Value inverse) {
   return math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, x, inverse));
 }
 
-Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
+namespace {
+/// `input` ([..., K]) as [..., K / 32, 32], and the reassociation back.
+std::pair<Value, SmallVector<ReassociationIndices>> asBlocks(OpBuilder &b, Location loc,
+                                                             Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   const int64_t rank = type.getRank();
   const int64_t width = type.getDimSize(rank - 1);
-  // [..., K] as [..., K / 32, 32].
   SmallVector<int64_t> blocked(type.getShape().drop_back());
   blocked.append({width / kQ8Block, kQ8Block});
   SmallVector<ReassociationIndices> groups;
@@ -32,17 +34,22 @@ Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
     groups.push_back({d});
   groups.push_back({rank - 1, rank});
   auto blockedType = RankedTensorType::get(blocked, b.getF32Type());
-  Value blocks = tensor::ExpandShapeOp::create(b, loc, blockedType, input, groups);
+  return {tensor::ExpandShapeOp::create(b, loc, blockedType, input, groups), groups};
+}
+} // namespace
 
+Q8BlockScales q8BlockScales(OpBuilder &b, Location loc, Value input) {
+  Value blocks = asBlocks(b, loc, input).first;
+  auto blockedType = cast<RankedTensorType>(blocks.getType());
   MLIRContext *ctx = b.getContext();
-  const unsigned loops = rank + 1;
+  const unsigned loops = blockedType.getRank();
   AffineMap all = AffineMap::getMultiDimIdentityMap(loops, ctx);
   AffineMap perBlock = all.dropResult(loops - 1);
   using utils::IteratorType;
   SmallVector<IteratorType> reduce(loops, IteratorType::parallel);
   reduce.back() = IteratorType::reduction;
   SmallVector<OpFoldResult> scaleSizes;
-  for (int64_t size : ArrayRef<int64_t>(blocked).drop_back())
+  for (int64_t size : blockedType.getShape().drop_back())
     scaleSizes.push_back(b.getIndexAttr(size));
   // max |x| of each block (order-free: exact whatever the vectorization).
   Value amax = buildGeneric(b, loc, ValueRange{blocks}, filledTensor(b, loc, scaleSizes, 0.0f),
@@ -51,8 +58,8 @@ Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
                               Value magnitude = math::AbsFOp::create(nb, l, args[0]);
                               return arith::MaximumFOp::create(nb, l, args[1], magnitude);
                             });
-  // Each block's scale and its inverse once, then every element.
-  SmallVector<int64_t> blockShape(ArrayRef<int64_t>(blocked).drop_back());
+  // Each block's scale and its inverse once.
+  SmallVector<int64_t> blockShape(blockedType.getShape().drop_back());
   AffineMap same = AffineMap::getMultiDimIdentityMap(loops - 1, ctx);
   auto perBlockValue = [&](bool inverse) {
     return buildGeneric(b, loc, ValueRange{amax},
@@ -63,15 +70,30 @@ Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
                           return inverse ? inv : d;
                         });
   };
-  Value scales = perBlockValue(false), inverses = perBlockValue(true);
-  Value init = tensor::EmptyOp::create(b, loc, blocked, b.getF32Type());
-  Value rounded = buildGeneric(
-      b, loc, ValueRange{blocks, scales, inverses}, init, {all, perBlock, perBlock, all},
-      SmallVector<IteratorType>(loops, IteratorType::parallel),
-      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::MulFOp::create(nb, l, args[1], q8Round(nb, l, args[0], args[2]));
-      });
+  return {perBlockValue(false), perBlockValue(true)};
+}
+
+Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  auto [blocks, groups] = asBlocks(b, loc, input);
+  auto blockedType = cast<RankedTensorType>(blocks.getType());
+  Q8BlockScales scales = q8BlockScales(b, loc, input);
+  const unsigned loops = blockedType.getRank();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(loops, b.getContext());
+  AffineMap perBlock = all.dropResult(loops - 1);
+  Value init = tensor::EmptyOp::create(b, loc, blockedType.getShape(), b.getF32Type());
+  Value rounded =
+      buildGeneric(b, loc, ValueRange{blocks, scales.scales, scales.inverses}, init,
+                   {all, perBlock, perBlock, all},
+                   SmallVector<utils::IteratorType>(loops, utils::IteratorType::parallel),
+                   [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                     return q8Dequantized(nb, l, args[0], args[1], args[2]);
+                   });
   return tensor::CollapseShapeOp::create(b, loc, type, rounded, groups);
+}
+
+Value q8Dequantized(OpBuilder &b, Location loc, Value x, Value d, Value inverse) {
+  return arith::MulFOp::create(b, loc, d, q8Round(b, loc, x, inverse));
 }
 
 } // namespace mlir::quill

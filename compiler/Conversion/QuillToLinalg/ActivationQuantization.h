@@ -21,6 +21,17 @@ std::pair<Value, Value> q8Scales(OpBuilder &b, Location loc, Value amax);
 /// vectors of one type).
 Value q8Round(OpBuilder &b, Location loc, Value x, Value inverse);
 
+/// d * roundeven(x * inverse): the value a rounded input stands for.
+Value q8Dequantized(OpBuilder &b, Location loc, Value x, Value d, Value inverse);
+
+/// The Q8_0 blocks' scales of `input` ([K] or [T, K], K a multiple of 32),
+/// as linalg.generic ops: [K / 32] or [T, K / 32] each.
+struct Q8BlockScales {
+  Value scales;   ///< d = max |x| / 127.
+  Value inverses; ///< 1 / d (0 where d is 0).
+};
+Q8BlockScales q8BlockScales(OpBuilder &b, Location loc, Value input);
+
 /// `input` ([K] or [T, K], K a multiple of 32) rounded to Q8_0 blocks along
 /// its last dimension and back to f32 (d * q): the values a product over
 /// q8_input multiplies, as linalg.generic ops.

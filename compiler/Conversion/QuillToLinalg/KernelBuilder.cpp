@@ -35,8 +35,8 @@ Value KernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, Valu
 Value KernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                   Value init) const {
-  return decodingMatMulRows(b, loc, weight, q8RoundTrip(b, loc, input), firstRow, rows, liveRows,
-                            init);
+  // Rounded where the product reads it: no [T, K] copy of the input.
+  return decodingMatMul(b, loc, weight, input, firstRow, rows, liveRows, init, /*q8Input=*/true);
 }
 
 Value KernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,

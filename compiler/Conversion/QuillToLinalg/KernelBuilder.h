@@ -44,7 +44,8 @@ public:
   /// multiply the int8 values of both.
   virtual Value q8MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
                              OpFoldResult firstRow, OpFoldResult rows, Value init) const;
-  /// decodingMatMulRows likewise, each token row rounded.
+  /// decodingMatMulRows likewise, each token row rounded (the neutral form
+  /// rounds each element where the product reads it).
   virtual Value q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                              OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                              Value init) const;

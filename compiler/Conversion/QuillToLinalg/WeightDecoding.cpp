@@ -1,6 +1,7 @@
 // GGUF's dequantization rules as scalar IR (ggml's dequantize_row_*), and
 // the generic products that decode each weight where they read it.
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
+#include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "dialects/Quill/IR/QuillDialect.h"
@@ -184,40 +185,52 @@ Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
                       });
 }
 
-/// out[t, r] += decoded W[first + r, k] * X[t, k] over all of `init`.
+/// out[t, r] += decoded W[first + r, k] * X[t, k] over all of `init`;
+/// with `q8Input`, X[t, k] rounded to its Q8_0 block where it is read (the
+/// rounded rows are never stored: a [T, K] copy per kernel call would
+/// outgrow a GPU thread's local memory).
 static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                             Value init) {
+                             Value init, bool q8Input) {
   MLIRContext *ctx = b.getContext();
   auto weightType = cast<RankedTensorType>(weight.getType());
   Value storage = weightStorage(weight);
   AffineExpr t, r, k;
   bindDims(ctx, t, r, k);
   auto fastMath = reductionFastMath(b);
-  return buildGeneric(b, loc, ValueRange{input}, init,
-                      {AffineMap::get(3, 0, {t, k}, ctx), AffineMap::get(3, 0, {t, r}, ctx)},
-                      {utils::IteratorType::parallel, utils::IteratorType::parallel,
-                       utils::IteratorType::reduction},
-                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                        Value row =
-                            arith::AddIOp::create(nb, l, first, linalg::IndexOp::create(nb, l, 1));
-                        Value w = decodeWeightElement(nb, l, storage, weightType, row,
-                                                      linalg::IndexOp::create(nb, l, 2));
-                        Value product = arith::MulFOp::create(nb, l, args[0], w, fastMath);
-                        return arith::AddFOp::create(nb, l, args[1], product, fastMath);
-                      });
+  SmallVector<Value> inputs = {input};
+  SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {t, k}, ctx)};
+  if (q8Input) {
+    Q8BlockScales scales = q8BlockScales(b, loc, input);
+    inputs.append({scales.scales, scales.inverses});
+    AffineMap perBlock = AffineMap::get(3, 0, {t, k.floorDiv(kQ8Block)}, ctx);
+    maps.append({perBlock, perBlock});
+  }
+  maps.push_back(AffineMap::get(3, 0, {t, r}, ctx));
+  return buildGeneric(
+      b, loc, inputs, init, maps,
+      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+       utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value row = arith::AddIOp::create(nb, l, first, linalg::IndexOp::create(nb, l, 1));
+        Value w =
+            decodeWeightElement(nb, l, storage, weightType, row, linalg::IndexOp::create(nb, l, 2));
+        Value x = q8Input ? q8Dequantized(nb, l, args[0], args[1], args[2]) : args[0];
+        Value product = arith::MulFOp::create(nb, l, x, w, fastMath);
+        return arith::AddFOp::create(nb, l, args.back(), product, fastMath);
+      });
 }
 
 Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
-                     OpFoldResult rows, Value liveRows, Value init) {
+                     OpFoldResult rows, Value liveRows, Value init, bool q8Input) {
   Value first = getValueOrCreateConstantIndexOp(b, loc, firstRow);
   if (!liveRows) {
     Value out =
         linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
             ->getResult(0);
-    return decodingProduct(b, loc, weight, input, first, out);
+    return decodingProduct(b, loc, weight, input, first, out, q8Input);
   }
   return overLiveRows(b, loc, input, liveRows, rows, init, [&](Value liveInput, Value liveOut) {
-    return decodingProduct(b, loc, weight, liveInput, first, liveOut);
+    return decodingProduct(b, loc, weight, liveInput, first, liveOut, q8Input);
   });
 }
 

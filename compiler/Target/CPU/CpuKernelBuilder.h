@@ -27,6 +27,13 @@ struct CpuKernelOptions {
   /// The CPU has int8 dot products (vpdpbusd: AVX-512 VNNI with VL, or
   /// AVX-VNNI): decode's products over Q8_0 activations use them.
   bool int8Dot = false;
+  /// The CPU has the 512-bit vpdpbusd (AVX-512 VNNI): prefill's and the
+  /// batch step's int8 products take groups of 16 rows, not 8.
+  bool int8Dot512 = false;
+  /// Prefill's and the batch step's products over Q8_0 and Q4_0 weights
+  /// with q8_input run as int8 dot products over transposed row groups
+  /// (with int8Dot; off for A/B: the weights decoded to f32 tiles).
+  bool int8MatMul = true;
 };
 
 class CpuKernelBuilder : public KernelBuilder {
@@ -143,6 +150,16 @@ Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows);
 /// block's int32 sum scaled by both scales into f32 partial sums.
 Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                     const Int8Input &input, Value first, Value blocks, Value init);
+
+/// Whether int8DotMatMul takes weights of `weightType`: Q8_0 or Q4_0.
+bool fitsInt8MatMul(Type weightType);
+/// X[T, K] (its first min(liveRows, T) rows, or all) times rows [firstRow,
+/// firstRow + rows) of a Q8_0 or Q4_0 W into `init` ([T, rows]), the token
+/// rows rounded to Q8_0 blocks, as int8 dot products over groups of `lanes`
+/// rows (16 with AVX-512 VNNI, 8 with AVX-VNNI) transposed so that one
+/// vpdpbusd serves every row of a group (Int8DotMatMul.cpp).
+Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
+                    OpFoldResult firstRow, OpFoldResult rows, Value liveRows, Value init);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit

@@ -92,6 +92,10 @@ bool CpuMachine::hasInt8Dot() const {
   return info->checkFeatures("+avxvnni") || info->checkFeatures("+avx512vnni,+avx512vl");
 }
 
+bool CpuMachine::hasInt8Dot512() const {
+  return machine_->getMCSubtargetInfo()->checkFeatures("+avx512vnni");
+}
+
 ErrorOr<std::unique_ptr<llvm::Module>> CpuMachine::translate(mlir::ModuleOp module,
                                                              llvm::LLVMContext &context) {
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, context);

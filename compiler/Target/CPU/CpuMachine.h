@@ -34,6 +34,8 @@ public:
   /// Whether the CPU has vpdpbusd on 256-bit vectors (AVX-512 VNNI with VL,
   /// or AVX-VNNI): int8 dot products.
   bool hasInt8Dot() const;
+  /// Whether it has the 512-bit vpdpbusd (AVX-512 VNNI).
+  bool hasInt8Dot512() const;
 
   /// Translates a module in the LLVM dialect to LLVM IR for this target and
   /// runs LLVM's O3 pipeline on it.

@@ -88,6 +88,8 @@ public:
         kernels.vectorWidth = (*machine)->vectorWidth();
         kernels.prefetchWeights = options.prefetchWeights;
         kernels.int8Dot = (*machine)->hasInt8Dot();
+        kernels.int8Dot512 = (*machine)->hasInt8Dot512();
+        kernels.int8MatMul = options.int8MatMul;
         pm.addPass(mlir::quill::createCpuLowerKernels(kernels));
         addNeutralLowering(pm);
       }

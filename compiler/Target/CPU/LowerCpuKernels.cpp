@@ -26,7 +26,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
       return signalPassFailure();
     }
     auto builder = std::make_shared<const CpuKernelBuilder>(
-        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot});
+        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot, int8Dot512, int8MatMul});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

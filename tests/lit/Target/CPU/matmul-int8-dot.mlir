@@ -1,0 +1,75 @@
+// Prefill's and the batch step's products over Q8_0 and Q4_0 weights with
+// Q8_0 inputs (q8_input): with int8-dot, the live token rows are rounded to
+// int8 blocks, each group of 16 weight rows (8 without int8-dot-512) is
+// transposed so that lane r of word vector j holds row r's bytes for input
+// word j, and every block is 8 vpdpbusd per token over the whole group,
+// its int32 sums one FMA per row lane; without int8-matmul the weights are
+// decoded to the f32 register tiles as before.
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true int8-dot-512=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=8 int8-dot=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=YMM
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true int8-dot-512=true int8-matmul=false" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=F32
+
+// A prefill chunk of 8 tokens: the rows rounded (amax / 127, roundeven,
+// each block's sum), then per group of 16 rows the blocks transposed into
+// the buffer (two rows per loaded vector, three rounds of shuffles, the
+// sign bits flipped), then tiles of 4 tokens: the accumulator starts at
+// -128 times the input block's sum, 8 vpdpbusd, one sitofp and one FMA by
+// the rows' scales times the input's. The partial group (20 rows = 16 + 4)
+// stores its first 4 lanes one by one.
+// CHECK-LABEL: func.func @q8_0_prefill
+// CHECK: scf.for {{.*}} -> (tensor<8x16xi32>, tensor<8x2xf32>, tensor<8x2xi32>)
+// CHECK: math.roundeven %{{.*}} : vector<32xf32>
+// CHECK: vector.reduction <add>, %{{.*}} : vector<32xi32> into i32
+// CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<8xi32>
+// CHECK: scf.for {{.*}} -> (tensor<8x?xf32>, tensor<16x16xi32>, tensor<2x16xf32>)
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, {{.*}}, 63] : vector<32xi8>, vector<32xi8>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30] : vector<16xi32>, vector<16xi32>
+// CHECK-COUNT-8: arith.xori %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: vector.from_elements {{.*}} : vector<16xf32>
+// CHECK-COUNT-8: vector.transfer_write %{{.*}} : vector<16xi32>, tensor<16x16xi32>
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: arith.muli %{{.*}}, %c-128_i32 : i32
+// CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.fma
+// CHECK-COUNT-24: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<8x?xf32>
+// CHECK: vector.extract %{{.*}}[%{{.*}}] : f32 from vector<16xf32>
+// CHECK: tensor.insert
+// YMM-LABEL: func.func @q8_0_prefill
+// YMM: scf.for {{.*}} -> (tensor<8x?xf32>, tensor<16x8xi32>, tensor<2x8xf32>)
+// YMM: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
+// YMM-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
+// F32-LABEL: func.func @q8_0_prefill
+// F32-NOT: llvm.call_intrinsic
+// F32: math.roundeven
+// F32-NOT: llvm.call_intrinsic
+// F32: vector.fma
+func.func @q8_0_prefill(%x: tensor<8x64xf32>, %bytes: tensor<20x68xi8>, %b: index, %e: index) -> tensor<8x?xf32> {
+  %w = quill.weight_view %bytes : tensor<20x68xi8> -> tensor<20x64x!quill.q8_0>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<8x64xf32>, tensor<20x64x!quill.q8_0> -> tensor<8x?xf32>
+  return %y : tensor<8x?xf32>
+}
+
+// -----
+
+// A batch step (live rows %n): only the live rows are rounded; with one
+// live row the groups are transposed in registers and never stored (the
+// same operations on the same values as the buffered form), else through
+// the buffer; Q4_0's nibbles (offset 8) give the low words (weights 0-15)
+// and the high words (16-31).
+// CHECK-LABEL: func.func @q4_0_batch
+// CHECK: %[[LIVE:.*]] = arith.minui %{{.*}}, %c4 : index
+// CHECK: scf.for %{{.*}} = %c0 to %[[LIVE]]
+// CHECK: %[[SINGLE:.*]] = arith.cmpi eq, %[[LIVE]], %c1 : index
+// CHECK: arith.select %[[SINGLE]], %c0, %{{.*}} : index
+// CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK: arith.shrui %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK: arith.muli %{{.*}}, %c-8_i32 : i32
+// CHECK: arith.select %[[SINGLE]], %{{.*}}, %c0 : index
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @q4_0_batch(%x: tensor<4x64xf32>, %bytes: tensor<32x36xi8>, %n: index) -> tensor<4x32xf32> {
+  %w = quill.weight_view %bytes : tensor<32x36xi8> -> tensor<32x64x!quill.q4_0>
+  %y = quill.linear %x, %w rows %n {q8_input} : tensor<4x64xf32>, tensor<32x64x!quill.q4_0> -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
+}
