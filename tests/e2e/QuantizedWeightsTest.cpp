@@ -39,13 +39,17 @@ struct EncodedModel {
   ModelConfig config;
   std::string model, reference;
 };
-EncodedModel encodedModel(const std::string &name, const char *type, bool shared, uint64_t seed) {
-  EncodedModel m{quantConfig(shared), tempDir() + "/" + name + ".gguf",
+EncodedModel encodedModel(const std::string &name, const char *type, const ModelConfig &config,
+                          uint64_t seed) {
+  EncodedModel m{config, tempDir() + "/" + name + ".gguf",
                  tempDir() + "/" + name + "-reference.bin"};
   TensorMap values = syntheticTensors(m.config, seed, [](float x) { return x; }), stored;
   writeBytes(m.model, llamaGgufBytes(m.config, values, type, 3, &stored));
   writeLlama2cV1(m.reference, m.config, stored);
   return m;
+}
+EncodedModel encodedModel(const std::string &name, const char *type, bool shared, uint64_t seed) {
+  return encodedModel(name, type, quantConfig(shared), seed);
 }
 
 struct FileEncoding {
@@ -88,20 +92,35 @@ TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
   // must add in the same order for its logits to stay those it gets among
   // other rows (checkBatch compares them bit for bit).
   for (const char *type : {"Q8_0", "Q4_K", "F16"}) {
-    ModelConfig c = quantConfig(false);
-    c.hiddenDim = 1280;
+    ModelConfig wide = quantConfig(false);
+    wide.hiddenDim = 1280;
     std::string name = std::string("panels-") + type;
-    std::string model = tempDir() + "/" + name + ".gguf";
-    std::string reference = tempDir() + "/" + name + "-reference.bin";
-    TensorMap values = syntheticTensors(c, 37, [](float x) { return x; }), stored;
-    writeBytes(model, llamaGgufBytes(c, values, type, 3, &stored));
-    writeLlama2cV1(reference, c, stored);
+    auto [c, model, reference] = encodedModel(name, type, wide, 37);
     std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                            "--batch-rows 4 --kv-block-size 4");
     ASSERT_FALSE(artifact.empty());
     std::set<std::string> q8 =
         q8InputMatrices(c, [&](const std::string &) { return std::string(type); });
     checkBatch(artifact, oracleFile(reference, q8), c, type, q8.empty() ? 1e-4 : kQ8InputTolerance);
+  }
+}
+
+TEST(FileEncodings, RowsPastTheLastWholeGroupMatchTheReference) {
+  // A vocabulary of 330: the classifier's last rows are a partial group of
+  // the int8 matmul's row groups (16 or 8 rows), computed in full lanes
+  // that are never stored past the output's last column.
+  for (const char *type : {"Q8_0", "Q6_K"}) {
+    ModelConfig odd = quantConfig(false);
+    odd.vocabSize = 330;
+    std::string name = std::string("partial-group-") + type;
+    auto [c, model, reference] = encodedModel(name, type, odd, 41);
+    std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
+                                           "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+    ASSERT_FALSE(artifact.empty());
+    std::set<std::string> q8 =
+        q8InputMatrices(c, [&](const std::string &) { return std::string(type); });
+    checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, type, kQ8InputTolerance);
+    checkBatch(artifact, oracleFile(reference, q8), c, type, kQ8InputTolerance);
   }
 }
 

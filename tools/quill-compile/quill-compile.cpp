@@ -102,9 +102,9 @@ struct Flags {
       cl::cat(category)};
   cl::opt<bool> noInt8MatMul{
       "no-int8-matmul",
-      cl::desc("Prefill and batch products over Q8_0 and Q4_0 weights decode the weights to f32 "
-               "tiles instead of int8 dot products over transposed row groups, for A/B "
-               "comparisons"),
+      cl::desc("Prefill and batch products over Q8_0, Q4_0, Q4_K and Q6_K weights decode the "
+               "weights to f32 tiles instead of int8 dot products over transposed row groups, "
+               "for A/B comparisons"),
       cl::cat(category)};
   cl::opt<bool> noWeightSharing{
       "no-weight-sharing",

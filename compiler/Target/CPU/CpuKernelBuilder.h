@@ -30,8 +30,9 @@ struct CpuKernelOptions {
   /// The CPU has the 512-bit vpdpbusd (AVX-512 VNNI): prefill's and the
   /// batch step's int8 products take groups of 16 rows, not 8.
   bool int8Dot512 = false;
-  /// Prefill's and the batch step's products over Q8_0 and Q4_0 weights
-  /// with q8_input run as int8 dot products over transposed row groups
+  /// Prefill's and the batch step's products over Q8_0, Q4_0, Q4_K and
+  /// Q6_K weights with q8_input run as int8 dot products over transposed
+  /// row groups
   /// (with int8Dot; off for A/B: the weights decoded to f32 tiles).
   bool int8MatMul = true;
 };
@@ -151,13 +152,15 @@ Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows);
 Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                     const Int8Input &input, Value first, Value blocks, Value init);
 
-/// Whether int8DotMatMul takes weights of `weightType`: Q8_0 or Q4_0.
+/// Whether int8DotMatMul takes weights of `weightType`: Q8_0 or Q4_0 rows
+/// of whole blocks, Q4_K or Q6_K rows of whole super-blocks.
 bool fitsInt8MatMul(Type weightType);
 /// X[T, K] (its first min(liveRows, T) rows, or all) times rows [firstRow,
-/// firstRow + rows) of a Q8_0 or Q4_0 W into `init` ([T, rows]), the token
-/// rows rounded to Q8_0 blocks, as int8 dot products over groups of `lanes`
-/// rows (16 with AVX-512 VNNI, 8 with AVX-VNNI) transposed so that one
-/// vpdpbusd serves every row of a group (Int8DotMatMul.cpp).
+/// firstRow + rows) of a Q8_0, Q4_0, Q4_K or Q6_K W into `init` ([T,
+/// rows]), the token rows rounded to Q8_0 blocks, as int8 dot products over
+/// groups of `lanes` rows (16 with AVX-512 VNNI, 8 with AVX-VNNI)
+/// transposed so that one vpdpbusd serves every row of a group
+/// (Int8DotMatMul.cpp).
 Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
                     OpFoldResult firstRow, OpFoldResult rows, Value liveRows, Value init);
 

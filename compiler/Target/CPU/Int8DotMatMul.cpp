@@ -1,21 +1,26 @@
-// Prefill's and the batch step's products over Q8_0 and Q4_0 weights with
-// Q8_0 activations (q8_input) as int8 dot products over groups of rows.
+// Prefill's and the batch step's products over Q8_0, Q4_0, Q4_K and Q6_K
+// weights with Q8_0 activations (q8_input) as int8 dot products over
+// groups of rows.
 // A group's blocks are transposed so that lane r of word vector j holds
 // the four (unsigned) bytes of row r that input word j multiplies: one
 // vpdpbusd per word, the input word broadcast, then adds four products to
 // every row of the group at once, and each block's exact int32 dot
 // products become one f32 FMA per row lane, with no horizontal sums.
+// A step is one block of 32 inputs: a Q8_0 or Q4_0 block, or a sub-block
+// of a K-quant super-block (Q4_K's scale and minimum; Q6_K's two scales of
+// 16, each half its own int32 sum).
 // A group of L rows (L = 16 with AVX-512 VNNI, 8 with AVX-VNNI) is
-// transposed once into a stack buffer for all the live token rows, or in
-// registers for the single row of a batch step with one live sequence.
-// Both paths sum a row's blocks in order with the same operations, so a
-// row's result depends neither on the other token rows nor on how the
-// weight rows split between threads (a partial group's extra lanes read
-// the last row again and are never stored).
+// transposed once into a stack buffer for all the live token rows (a
+// batch step's single row too: the buffer's stores and loads cost little
+// beside the transposes). Every token row sums a row's steps in order with
+// the same operations, so a row's result depends neither on the other
+// token rows nor on how the weight rows split between threads (a partial
+// group's extra lanes read the last row again and are never stored).
 #include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
+#include "compiler/Target/CPU/RowDecoder.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
@@ -39,15 +44,16 @@ constexpr int64_t kBlockWords = kQ8Block / 4;
 
 /// The Q8_0-rounded token rows, as the tiles read them.
 struct Int8Rows {
-  Value words;  ///< tensor<T x K/4 x i32>: the int8 values, four to a word.
-  Value scales; ///< tensor<T x K/32 x f32>: each block's d.
-  Value sums;   ///< tensor<T x K/32 x i32>: each block's sum of the values.
+  Value words;    ///< tensor<T x K/4 x i32>: the int8 values, four to a word.
+  Value scales;   ///< tensor<T x K/32 x f32>: each block's d.
+  Value halfSums; ///< tensor<T x K/16 x i32>: the sums of the values of each half block.
 };
 
-/// One block of 32 weights of a group's rows, transposed.
+/// One step (32 weights) of a group's rows, transposed.
 struct GroupBlock {
   SmallVector<Value> words; ///< kBlockWords vector<L x i32>: lane r, row r's bytes.
-  Value scales;             ///< vector<L x f32>: each row's block scale.
+  Value scales;             ///< vector<L x f32>: each row's scale (Q6_K: of words 0-3).
+  Value second;             ///< Q4_K: each row's minimum; Q6_K: the scale of words 4-7.
 };
 
 /// What a group's kernel needs besides the group.
@@ -55,9 +61,10 @@ struct Int8Tiles {
   int64_t lanes;  ///< Rows per group, i32 lanes of a vector.
   Value storage;  ///< The weight's bytes ([rows, row bytes] i8).
   Value memref;   ///< Their buffer, to prefetch from (null where none).
-  Type element;   ///< !quill.q8_0 or !quill.q4_0.
-  int64_t blocks; ///< Blocks of 32 per row.
+  Type element;   ///< !quill.q8_0, q4_0, q4_k or q6_k.
+  int64_t blocks; ///< Steps (blocks of 32 inputs) per row.
   Int8Rows x;
+  arith::FastMathFlagsAttr fastMath;
 
   Value index(OpBuilder &nb, Location l, int64_t v) const {
     return arith::ConstantIndexOp::create(nb, l, v);
@@ -65,8 +72,21 @@ struct Int8Tiles {
   VectorType wordsType(OpBuilder &nb) const { return VectorType::get({lanes}, nb.getI32Type()); }
   VectorType bytesType(OpBuilder &nb) const { return VectorType::get({4 * lanes}, nb.getI8Type()); }
   VectorType floatsType(OpBuilder &nb) const { return VectorType::get({lanes}, nb.getF32Type()); }
-  /// The weight bytes' offset: 128 for Q8_0's flipped sign bits, 8 for Q4_0.
-  int64_t offset() const { return isa<Q8_0Type>(element) ? 128 : 8; }
+  /// The weight bytes' offset: 128 for Q8_0's flipped sign bits, 8 for
+  /// Q4_0, 32 for Q6_K; Q4_K's minimum is a term of its own.
+  int64_t offset() const {
+    if (isa<Q8_0Type>(element))
+      return 128;
+    if (isa<Q4_0Type>(element))
+      return 8;
+    return isa<Q6_KType>(element) ? 32 : 0;
+  }
+  bool kQuant() const { return isa<Q4_KType, Q6_KType>(element); }
+  /// Steps read together: a block, or a K-quant super-block's 8.
+  int64_t stepsPerChunk() const { return kQuant() ? 8 : 1; }
+  /// f32 vectors per step in the buffer: the scales, and the minimums or
+  /// the second scales.
+  int64_t floatsPerStep() const { return kQuant() ? 2 : 1; }
 };
 
 Value concatenate(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
@@ -136,49 +156,148 @@ SmallVector<Value> transposeWords(OpBuilder &b, Location loc, ArrayRef<Value> ve
   return current;
 }
 
-/// Block `block` of the group's rows `rows`, read from the weight's bytes
-/// and transposed in registers.
-GroupBlock loadGroupBlock(const Int8Tiles &t, OpBuilder &b, Location loc, ArrayRef<Value> rows,
-                          Value block) {
-  const bool q8 = isa<Q8_0Type>(t.element);
-  const WeightFormat format = *weightFormatOf(t.element);
-  const int64_t quantBytes = q8 ? kQ8Block : kQ8Block / 2;
-  const int64_t vectors = quantBytes / 4;
-  const int64_t rowsPerVector = t.lanes / vectors;
-  Value base = arith::MulIOp::create(b, loc, block, t.index(b, loc, format.blockBytes));
-  Value quants = arith::AddIOp::create(b, loc, base, t.index(b, loc, 2));
-  SmallVector<Value> loaded;
-  for (int64_t i = 0; i < vectors; ++i) {
-    SmallVector<Value> parts;
-    for (int64_t r = 0; r < rowsPerVector; ++r)
-      parts.push_back(readVector(b, loc, t.storage, ValueRange{rows[i * rowsPerVector + r], quants},
-                                 quantBytes, b.getI8Type()));
-    loaded.push_back(vector::BitCastOp::create(b, loc, t.wordsType(b), concatenate(b, loc, parts)));
+/// `rows` (L vectors of n i32 words, n a power of two): n vectors whose
+/// lane r holds word j of row r.
+SmallVector<Value> transposeRows(OpBuilder &b, Location loc, ArrayRef<Value> rows, int64_t lanes) {
+  const int64_t n = cast<VectorType>(rows.front().getType()).getDimSize(0);
+  if (n > lanes) {
+    // Wider rows than a vector: `lanes` words at a time.
+    SmallVector<Value> result;
+    for (int64_t piece = 0; piece < n / lanes; ++piece) {
+      SmallVector<Value> parts;
+      for (Value row : rows)
+        parts.push_back(
+            vector::ExtractStridedSliceOp::create(b, loc, row, ArrayRef<int64_t>{piece * lanes},
+                                                  ArrayRef<int64_t>{lanes}, ArrayRef<int64_t>{1}));
+      llvm::append_range(result, transposeRows(b, loc, parts, lanes));
+    }
+    return result;
   }
-  SmallVector<Value> transposed = transposeWords(b, loc, loaded, t.lanes);
+  // lanes / n rows to a vector, then the rounds of shuffles.
+  const int64_t rowsPerVector = lanes / n;
+  SmallVector<Value> packed;
+  for (int64_t i = 0; i < n; ++i)
+    packed.push_back(concatenate(b, loc, rows.slice(i * rowsPerVector, rowsPerVector)));
+  return transposeWords(b, loc, packed, lanes);
+}
+
+/// `bytes` (vector<4n x i8>) as n i32 words.
+Value asWords(OpBuilder &b, Location loc, Value bytes) {
+  const int64_t n = cast<VectorType>(bytes.getType()).getDimSize(0) / 4;
+  return vector::BitCastOp::create(b, loc, VectorType::get({n}, b.getI32Type()), bytes);
+}
+
+/// Steps [chunk * stepsPerChunk, ...) of the group's rows `rows`, read from
+/// the weight's bytes and transposed in registers.
+SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Location loc,
+                                       ArrayRef<Value> rows, Value chunk) {
+  const WeightFormat format = *weightFormatOf(t.element);
+  Value base = arith::MulIOp::create(b, loc, chunk, t.index(b, loc, format.blockBytes));
   auto splat = [&](int32_t v) -> Value {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t.wordsType(b), v));
   };
-  GroupBlock group;
-  if (q8) {
+  auto andW = [&](Value w, int32_t mask) -> Value {
+    return arith::AndIOp::create(b, loc, w, splat(mask));
+  };
+  auto shrW = [&](Value w, int32_t n) -> Value {
+    return n ? arith::ShRUIOp::create(b, loc, w, splat(n)).getResult() : w;
+  };
+  // Each row's `bytes` bytes from `offset` of the chunk, transposed.
+  auto transposedBytes = [&](int64_t offset, int64_t bytes) {
+    Value at = arith::AddIOp::create(b, loc, base, t.index(b, loc, offset));
+    SmallVector<Value> perRow;
+    for (Value row : rows)
+      perRow.push_back(asWords(
+          b, loc, readVector(b, loc, t.storage, ValueRange{row, at}, bytes, b.getI8Type())));
+    return transposeRows(b, loc, perRow, t.lanes);
+  };
+  RowDecoder decoder{b, loc, t.storage, Value(), 8, t.fastMath};
+  // Per-row f32 vectors (of n values each) as n vectors of L rows.
+  auto transposeFloats = [&](ArrayRef<Value> perRow) {
+    SmallVector<Value> words;
+    for (Value f : perRow)
+      words.push_back(vector::BitCastOp::create(
+          b, loc, VectorType::get({cast<VectorType>(f.getType()).getDimSize(0)}, b.getI32Type()),
+          f));
+    SmallVector<Value> result;
+    for (Value w : transposeRows(b, loc, words, t.lanes))
+      result.push_back(vector::BitCastOp::create(b, loc, t.floatsType(b), w));
+    return result;
+  };
+  auto blockScales = [&](int64_t offset) {
+    SmallVector<Value> scales;
+    Value at = arith::AddIOp::create(b, loc, base, t.index(b, loc, offset));
+    for (Value row : rows)
+      scales.push_back(halfScalarAt(b, loc, t.storage, row, at));
+    return vector::FromElementsOp::create(b, loc, t.floatsType(b), scales).getResult();
+  };
+
+  if (isa<Q8_0Type>(t.element)) {
     // q + 128: the sign bits flipped, four bytes at a time.
-    for (Value w : transposed)
-      group.words.push_back(arith::XOrIOp::create(b, loc, w, splat(int32_t(0x80808080u))));
-  } else {
-    // Q4_0's byte j holds weight j (low nibble) and j + 16 (high nibble):
-    // the low nibbles meet input words 0-3, the high ones words 4-7.
-    Value nibbles = splat(0x0F0F0F0F);
-    for (Value w : transposed)
-      group.words.push_back(arith::AndIOp::create(b, loc, w, nibbles));
-    for (Value w : transposed)
-      group.words.push_back(
-          arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, w, splat(4)), nibbles));
+    GroupBlock g;
+    for (Value w : transposedBytes(2, kQ8Block))
+      g.words.push_back(arith::XOrIOp::create(b, loc, w, splat(int32_t(0x80808080u))));
+    g.scales = blockScales(0);
+    return {g};
   }
-  SmallVector<Value> scales;
+  if (isa<Q4_0Type>(t.element)) {
+    // Byte j holds weight j (low nibble) and j + 16 (high nibble): the low
+    // nibbles meet input words 0-3, the high ones words 4-7.
+    GroupBlock g;
+    SmallVector<Value> packed = transposedBytes(2, kQ8Block / 2);
+    for (Value w : packed)
+      g.words.push_back(andW(w, 0x0F0F0F0F));
+    for (Value w : packed)
+      g.words.push_back(andW(shrW(w, 4), 0x0F0F0F0F));
+    g.scales = blockScales(0);
+    return {g};
+  }
+  SmallVector<GroupBlock> steps(8);
+  if (isa<Q4_KType>(t.element)) {
+    // 64 weights per 32 bytes: sub-block 2c the low nibbles, 2c + 1 the
+    // high ones; d * scale and dmin * min per sub-block and row.
+    for (int64_t c = 0; c < 4; ++c) {
+      SmallVector<Value> packed = transposedBytes(16 + 32 * c, 32);
+      for (Value w : packed) {
+        steps[2 * c].words.push_back(andW(w, 0x0F0F0F0F));
+        steps[2 * c + 1].words.push_back(andW(shrW(w, 4), 0x0F0F0F0F));
+      }
+    }
+    SmallVector<Value> perRowScales, perRowMins;
+    for (Value row : rows) {
+      auto [scale, min] = decoder.q4_KScalesAndMins(row, chunk);
+      perRowScales.push_back(scale);
+      perRowMins.push_back(min);
+    }
+    SmallVector<Value> scales = transposeFloats(perRowScales), mins = transposeFloats(perRowMins);
+    for (int64_t s = 0; s < 8; ++s)
+      steps[s].scales = scales[s], steps[s].second = mins[s];
+    return steps;
+  }
+  // Q6_K: each half of 128 weights has ql (64 bytes: quarters 0 and 2 the
+  // low and high nibbles of the first 32, 1 and 3 of the next) and qh (32
+  // bytes, two bits per quarter); 16 scales of 16 weights, times d.
+  SmallVector<Value> perRowScales;
   for (Value row : rows)
-    scales.push_back(halfScalarAt(b, loc, t.storage, row, base));
-  group.scales = vector::FromElementsOp::create(b, loc, t.floatsType(b), scales);
-  return group;
+    perRowScales.push_back(decoder.q6_KScales(row, chunk));
+  SmallVector<Value> scales = transposeFloats(perRowScales);
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> ql[2] = {transposedBytes(64 * half, 32),
+                                transposedBytes(64 * half + 32, 32)};
+    SmallVector<Value> qh = transposedBytes(128 + 32 * half, 32);
+    for (int64_t quarter = 0; quarter < 4; ++quarter) {
+      GroupBlock &g = steps[4 * half + quarter];
+      for (int64_t j = 0; j < kBlockWords; ++j) {
+        Value low = andW(shrW(ql[quarter % 2][j], 4 * (quarter / 2)), 0x0F0F0F0F);
+        Value top =
+            arith::ShLIOp::create(b, loc, andW(shrW(qh[j], 2 * quarter), 0x03030303), splat(4));
+        g.words.push_back(arith::OrIOp::create(b, loc, low, top));
+      }
+      g.scales = scales[8 * half + 2 * quarter];
+      g.second = scales[8 * half + 2 * quarter + 1];
+    }
+  }
+  return steps;
 }
 
 /// vpdpbusd(acc, unsigned weight bytes, signed input bytes) on L lanes.
@@ -192,69 +311,89 @@ Value dot(const Int8Tiles &t, OpBuilder &b, Location loc, Value acc, Value weigh
       .getResult(0);
 }
 
-/// Each token's lanes plus block `block`'s products with the group:
+/// Each token's lanes plus step `step`'s products with the group:
 /// scale_w * d_x * (sum of q_w q_x), the integer sum exact (its accumulator
-/// starts at -offset * sum(q_x), which takes the weight bytes' offset off).
+/// starts at -offset * sum(q_x), which takes the weight bytes' offset off);
+/// Q4_K then takes off min_w * d_x * sum(q_x), Q6_K sums its halves apart.
 SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location loc,
-                                   const GroupBlock &group, ArrayRef<Value> tokens, Value block,
+                                   const GroupBlock &group, ArrayRef<Value> tokens, Value step,
                                    ValueRange acc) {
   SmallVector<Value> next;
-  Value firstWord = arith::MulIOp::create(b, loc, block, t.index(b, loc, kBlockWords));
+  Value firstWord = arith::MulIOp::create(b, loc, step, t.index(b, loc, kBlockWords));
+  Value firstHalf = arith::MulIOp::create(b, loc, step, t.index(b, loc, 2));
+  const bool halves = isa<Q6_KType>(t.element);
+  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
   for (auto [token, lanes] : llvm::zip(tokens, acc)) {
-    Value sum = tensor::ExtractOp::create(b, loc, t.x.sums, ValueRange{token, block});
-    Value start = arith::MulIOp::create(
-        b, loc, sum, arith::ConstantIntOp::create(b, loc, b.getI32Type(), -t.offset()));
-    Value ints = vector::BroadcastOp::create(b, loc, t.wordsType(b), start);
-    for (int64_t j = 0; j < kBlockWords; ++j) {
-      Value word = tensor::ExtractOp::create(
-          b, loc, t.x.words,
-          ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))});
-      ints = dot(t, b, loc, ints, group.words[j],
-                 vector::BroadcastOp::create(b, loc, t.wordsType(b), word));
+    Value sums[2];
+    for (int64_t h = 0; h < 2; ++h)
+      sums[h] = tensor::ExtractOp::create(
+          b, loc, t.x.halfSums,
+          ValueRange{token, arith::AddIOp::create(b, loc, firstHalf, t.index(b, loc, h))});
+    Value sum = arith::AddIOp::create(b, loc, sums[0], sums[1]);
+    // One int32 accumulator over the 8 words, or one per half (Q6_K).
+    SmallVector<Value> ints;
+    for (int64_t part = 0; part < (halves ? 2 : 1); ++part) {
+      Value start = arith::MulIOp::create(b, loc, halves ? sums[part] : sum, i32(-t.offset()));
+      Value acc32 = vector::BroadcastOp::create(b, loc, t.wordsType(b), start);
+      const int64_t words = halves ? kBlockWords / 2 : kBlockWords;
+      for (int64_t j = part * words; j < (part + 1) * words; ++j) {
+        Value word = tensor::ExtractOp::create(
+            b, loc, t.x.words,
+            ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))});
+        acc32 = dot(t, b, loc, acc32, group.words[j],
+                    vector::BroadcastOp::create(b, loc, t.wordsType(b), word));
+      }
+      ints.push_back(acc32);
     }
-    Value d = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, block});
-    Value scale = arith::MulFOp::create(b, loc, group.scales,
-                                        vector::BroadcastOp::create(b, loc, t.floatsType(b), d));
-    next.push_back(vector::FMAOp::create(
-        b, loc, scale, arith::SIToFPOp::create(b, loc, t.floatsType(b), ints), lanes));
+    Value d = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
+    Value dx = vector::BroadcastOp::create(b, loc, t.floatsType(b), d);
+    Value scales[2] = {group.scales, halves ? group.second : Value()};
+    for (auto [part, value] : llvm::enumerate(ints)) {
+      Value scale = arith::MulFOp::create(b, loc, scales[part], dx);
+      lanes = vector::FMAOp::create(b, loc, scale,
+                                    arith::SIToFPOp::create(b, loc, t.floatsType(b), value), lanes);
+    }
+    if (isa<Q4_KType>(t.element)) {
+      Value minusXSum = arith::NegFOp::create(
+          b, loc,
+          arith::MulFOp::create(b, loc, d, arith::SIToFPOp::create(b, loc, b.getF32Type(), sum)));
+      lanes = vector::FMAOp::create(b, loc, group.second,
+                                    vector::BroadcastOp::create(b, loc, t.floatsType(b), minusXSum),
+                                    lanes);
+    }
+    next.push_back(lanes);
   }
   return next;
 }
 
-/// The group's lanes for `tokens` over every block, each block's weights
-/// from `blockOf`.
+/// The group's lanes for `tokens` over every step, in chunks of
+/// `stepsPerChunk` steps whose weights come from `chunkOf` (chunk index).
 SmallVector<Value>
 groupSums(const Int8Tiles &t, OpBuilder &b, Location loc, ArrayRef<Value> tokens,
-          const std::function<GroupBlock(OpBuilder &, Location, Value)> &blockOf) {
+          int64_t stepsPerChunk,
+          const std::function<SmallVector<GroupBlock>(OpBuilder &, Location, Value)> &chunkOf) {
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t.floatsType(b), 0.0f));
   SmallVector<Value> init(tokens.size(), zeros);
   auto loop = scf::ForOp::create(
-      b, loc, t.index(b, loc, 0), t.index(b, loc, t.blocks), t.index(b, loc, 1), init,
-      [&](OpBuilder &nb, Location l, Value block, ValueRange acc) {
-        scf::YieldOp::create(nb, l,
-                             accumulateBlock(t, nb, l, blockOf(nb, l, block), tokens, block, acc));
+      b, loc, t.index(b, loc, 0), t.index(b, loc, t.blocks / stepsPerChunk), t.index(b, loc, 1),
+      init, [&](OpBuilder &nb, Location l, Value chunk, ValueRange acc) {
+        SmallVector<GroupBlock> steps = chunkOf(nb, l, chunk);
+        Value first = arith::MulIOp::create(nb, l, chunk, t.index(nb, l, stepsPerChunk));
+        SmallVector<Value> lanes(acc.begin(), acc.end());
+        for (int64_t s = 0; s < stepsPerChunk; ++s)
+          lanes = accumulateBlock(t, nb, l, steps[s], tokens,
+                                  arith::AddIOp::create(nb, l, first, t.index(nb, l, s)), lanes);
+        scf::YieldOp::create(nb, l, lanes);
       });
   return SmallVector<Value>(loop.getResults().begin(), loop.getResults().end());
 }
 
-/// `lanes` written into row `token` of `out` from column `column`: all of
-/// them, or (a partial group) the first `valid`.
-Value storeLanes(const Int8Tiles &t, OpBuilder &b, Location loc, Value lanes, Value out,
-                 Value token, Value column, Value valid) {
-  if (!valid)
-    return vector::TransferWriteOp::create(b, loc, lanes, out, ValueRange{token, column},
-                                           ArrayRef<bool>{true})
-        .getResult();
-  auto loop = scf::ForOp::create(
-      b, loc, t.index(b, loc, 0), valid, t.index(b, loc, 1), ValueRange{out},
-      [&](OpBuilder &nb, Location l, Value lane, ValueRange carried) {
-        Value v = vector::ExtractOp::create(nb, l, lanes, ArrayRef<OpFoldResult>{lane});
-        Value at = arith::AddIOp::create(nb, l, column, lane);
-        scf::YieldOp::create(
-            nb, l,
-            tensor::InsertOp::create(nb, l, v, carried[0], ValueRange{token, at}).getResult());
-      });
-  return loop.getResult(0);
+/// `lanes` written into row `token` of `out` from column `column`; the
+/// lanes past the output's last column (a partial group's) are masked off.
+Value storeLanes(OpBuilder &b, Location loc, Value lanes, Value out, Value token, Value column) {
+  return vector::TransferWriteOp::create(b, loc, lanes, out, ValueRange{token, column},
+                                         ArrayRef<bool>{false})
+      .getResult();
 }
 
 /// The row indices of group `group` from `first`, clamped to `last`.
@@ -273,7 +412,9 @@ SmallVector<Value> groupRows(const Int8Tiles &t, OpBuilder &b, Location loc, Val
 
 bool fitsInt8MatMul(Type weightType) {
   auto type = cast<RankedTensorType>(weightType);
-  return isa<Q8_0Type, Q4_0Type>(type.getElementType()) && type.getDimSize(1) % kQ8Block == 0;
+  if (isa<Q8_0Type, Q4_0Type>(type.getElementType()))
+    return type.getDimSize(1) % kQ8Block == 0;
+  return isa<Q4_KType, Q6_KType>(type.getElementType()) && type.getDimSize(1) % 256 == 0;
 }
 
 Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
@@ -307,7 +448,7 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
     auto rows = scf::ForOp::create(
         b, loc, index(b, loc, 0), live, index(b, loc, 1),
         ValueRange{buffer(width / 4, b.getI32Type()), buffer(blocks, b.getF32Type()),
-                   buffer(blocks, b.getI32Type())},
+                   buffer(2 * blocks, b.getI32Type())},
         [&](OpBuilder &nb, Location l, Value token, ValueRange rowOut) {
           auto blockLoop = scf::ForOp::create(
               nb, l, index(nb, l, 0), index(nb, l, blocks), index(nb, l, 1), rowOut,
@@ -320,7 +461,6 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
                 auto [d, inverse] = q8Scales(ib, il, amax);
                 Value q = q8Round(ib, il, v, vector::BroadcastOp::create(ib, il, f32s, inverse));
                 Value qi = arith::FPToSIOp::create(ib, il, i32s, q);
-                Value sum = vector::ReductionOp::create(ib, il, vector::CombiningKind::ADD, qi);
                 Value packed = vector::BitCastOp::create(ib, il, words,
                                                          arith::TruncIOp::create(ib, il, i8s, qi));
                 Value wordAt = arith::MulIOp::create(ib, il, block, index(ib, il, kBlockWords));
@@ -329,7 +469,17 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
                                                     ValueRange{token, wordAt}, ArrayRef<bool>{true})
                         .getResult();
                 Value s = tensor::InsertOp::create(ib, il, d, out[1], ValueRange{token, block});
-                Value m = tensor::InsertOp::create(ib, il, sum, out[2], ValueRange{token, block});
+                Value m = out[2];
+                for (int64_t h = 0; h < 2; ++h) {
+                  Value part = vector::ExtractStridedSliceOp::create(
+                      ib, il, qi, ArrayRef<int64_t>{16 * h}, ArrayRef<int64_t>{16},
+                      ArrayRef<int64_t>{1});
+                  Value sum = vector::ReductionOp::create(ib, il, vector::CombiningKind::ADD, part);
+                  Value at = arith::AddIOp::create(
+                      ib, il, arith::MulIOp::create(ib, il, block, index(ib, il, 2)),
+                      index(ib, il, h));
+                  m = tensor::InsertOp::create(ib, il, sum, m, ValueRange{token, at});
+                }
                 scf::YieldOp::create(ib, il, ValueRange{w, s, m});
               });
           scf::YieldOp::create(nb, l, blockLoop.getResults());
@@ -341,7 +491,13 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   Value memref;
   if (auto toTensor = storage.getDefiningOp<bufferization::ToTensorOp>())
     memref = toTensor.getBuffer();
-  Int8Tiles t{lanes, storage, memref, weightType.getElementType(), width / kQ8Block, x};
+  Int8Tiles t{lanes,
+              storage,
+              memref,
+              weightType.getElementType(),
+              width / kQ8Block,
+              x,
+              reductionFastMath(b)};
   const WeightFormat format = *weightFormatOf(t.element);
   const int64_t ahead = prefetchDistance(lanes, rowStorageBytes(weightType));
 
@@ -349,129 +505,97 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   Value count = getValueOrCreateConstantIndexOp(b, loc, rowCount);
   Value last =
       arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, first, count), index(b, loc, 1));
-  Value groupLanes = index(b, loc, lanes);
-  Value wholeGroups = arith::DivUIOp::create(b, loc, count, groupLanes);
-  Value tailRows = arith::RemUIOp::create(b, loc, count, groupLanes);
-  Value tailGroups = arith::SelectOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tailRows, index(b, loc, 0)),
-      index(b, loc, 1), index(b, loc, 0));
-  // One live row (a batch step with one sequence decoding): transposed in
-  // registers, no buffer; otherwise once per group into the buffer. Straight
-  // line code with selected trip counts (an scf.if between the forms would
-  // copy the output).
-  Value single = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
-  if (liveRows)
-    single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, live, index(b, loc, 1));
-  auto choose = [&](Value groups, bool registers) -> Value {
-    if (!liveRows)
-      return registers ? index(b, loc, 0) : groups;
-    Value zero = index(b, loc, 0);
-    return registers ? arith::SelectOp::create(b, loc, single, groups, zero).getResult()
-                     : arith::SelectOp::create(b, loc, single, zero, groups).getResult();
-  };
+  // Every group through the buffer, the last one perhaps partial.
+  Value groupCount = arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, count, index(b, loc, lanes - 1)), index(b, loc, lanes));
 
   // The transposed blocks of one group: [blocks * 8, L] words, [blocks, L]
   // scales (stack buffers).
   Value wordBuffer = bufferization::AllocTensorOp::create(
       b, loc, RankedTensorType::get({t.blocks * kBlockWords, lanes}, b.getI32Type()), ValueRange{});
   Value scaleBuffer = bufferization::AllocTensorOp::create(
-      b, loc, RankedTensorType::get({t.blocks, lanes}, b.getF32Type()), ValueRange{});
+      b, loc, RankedTensorType::get({t.blocks * t.floatsPerStep(), lanes}, b.getF32Type()),
+      ValueRange{});
 
   auto prefetch = [&](OpBuilder &nb, Location l, ArrayRef<Value> rows, Value block) {
     if (memref)
       prefetchNextRows(nb, l, memref, rows, ahead, block, format.blockBytes);
   };
-  // Groups [from, from + n) into out; `partial`: a last group of `tailRows`.
-  auto groups = [&](Value out, Value from, Value n, bool registers, bool partial) -> Value {
-    auto loop = scf::ForOp::create(
-        b, loc, index(b, loc, 0), n, index(b, loc, 1), ValueRange{out, wordBuffer, scaleBuffer},
-        [&](OpBuilder &gb, Location gl, Value i, ValueRange carried) {
-          Value group = arith::AddIOp::create(gb, gl, from, i);
-          SmallVector<Value> rows = groupRows(t, gb, gl, first, group, last);
-          Value column = arith::MulIOp::create(gb, gl, group, index(gb, gl, lanes));
-          Value valid = partial ? tailRows : Value();
-          if (registers) {
-            Value token = index(gb, gl, 0);
-            SmallVector<Value> sums =
-                groupSums(t, gb, gl, token, [&](OpBuilder &nb, Location l, Value block) {
-                  prefetch(nb, l, rows, block);
-                  return loadGroupBlock(t, nb, l, rows, block);
-                });
-            Value o = storeLanes(t, gb, gl, sums[0], carried[0], token, column, valid);
-            scf::YieldOp::create(gb, gl, ValueRange{o, carried[1], carried[2]});
-            return;
-          }
-          // The group's blocks transposed into the buffers, once.
-          auto repack = scf::ForOp::create(
-              gb, gl, index(gb, gl, 0), index(gb, gl, t.blocks), index(gb, gl, 1),
-              ValueRange{carried[1], carried[2]},
-              [&](OpBuilder &nb, Location l, Value block, ValueRange buffers) {
-                prefetch(nb, l, rows, block);
-                GroupBlock g = loadGroupBlock(t, nb, l, rows, block);
-                Value wordRow = arith::MulIOp::create(nb, l, block, index(nb, l, kBlockWords));
-                Value words = buffers[0];
+  auto loop = scf::ForOp::create(
+      b, loc, index(b, loc, 0), groupCount, index(b, loc, 1),
+      ValueRange{init, wordBuffer, scaleBuffer},
+      [&](OpBuilder &gb, Location gl, Value group, ValueRange carried) {
+        SmallVector<Value> rows = groupRows(t, gb, gl, first, group, last);
+        Value column = arith::MulIOp::create(gb, gl, group, index(gb, gl, lanes));
+        // The group's blocks transposed into the buffers, once.
+        const int64_t perChunk = t.stepsPerChunk(), floats = t.floatsPerStep();
+        auto write = [&](OpBuilder &nb, Location l, Value v, Value buffer, Value at) -> Value {
+          return vector::TransferWriteOp::create(nb, l, v, buffer, ValueRange{at, index(nb, l, 0)},
+                                                 ArrayRef<bool>{true})
+              .getResult();
+        };
+        auto row = [&](OpBuilder &nb, Location l, Value base, int64_t per, int64_t i) -> Value {
+          return arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, base, index(nb, l, per)),
+                                       index(nb, l, i));
+        };
+        auto repack = scf::ForOp::create(
+            gb, gl, index(gb, gl, 0), index(gb, gl, t.blocks / perChunk), index(gb, gl, 1),
+            ValueRange{carried[1], carried[2]},
+            [&](OpBuilder &nb, Location l, Value chunk, ValueRange buffers) {
+              prefetch(nb, l, rows, chunk);
+              SmallVector<GroupBlock> steps = loadGroupChunk(t, nb, l, rows, chunk);
+              Value words = buffers[0], scales = buffers[1];
+              for (int64_t s = 0; s < perChunk; ++s) {
+                Value step = row(nb, l, chunk, perChunk, s);
                 for (int64_t j = 0; j < kBlockWords; ++j)
-                  words = vector::TransferWriteOp::create(
-                              nb, l, g.words[j], words,
-                              ValueRange{arith::AddIOp::create(nb, l, wordRow, index(nb, l, j)),
-                                         index(nb, l, 0)},
-                              ArrayRef<bool>{true})
-                              .getResult();
-                Value scales = vector::TransferWriteOp::create(nb, l, g.scales, buffers[1],
-                                                               ValueRange{block, index(nb, l, 0)},
-                                                               ArrayRef<bool>{true})
-                                   .getResult();
-                scf::YieldOp::create(nb, l, ValueRange{words, scales});
+                  words = write(nb, l, steps[s].words[j], words, row(nb, l, step, kBlockWords, j));
+                scales = write(nb, l, steps[s].scales, scales, row(nb, l, step, floats, 0));
+                if (floats == 2)
+                  scales = write(nb, l, steps[s].second, scales, row(nb, l, step, floats, 1));
+              }
+              scf::YieldOp::create(nb, l, ValueRange{words, scales});
+            });
+        Value words = repack.getResult(0), scales = repack.getResult(1);
+        auto fromBuffer = [&](OpBuilder &nb, Location l, Value step) {
+          GroupBlock g;
+          for (int64_t j = 0; j < kBlockWords; ++j)
+            g.words.push_back(readVector(
+                nb, l, words, ValueRange{row(nb, l, step, kBlockWords, j), index(nb, l, 0)}, lanes,
+                nb.getI32Type()));
+          g.scales =
+              readVector(nb, l, scales, ValueRange{row(nb, l, step, floats, 0), index(nb, l, 0)},
+                         lanes, nb.getF32Type());
+          if (floats == 2)
+            g.second =
+                readVector(nb, l, scales, ValueRange{row(nb, l, step, floats, 1), index(nb, l, 0)},
+                           lanes, nb.getF32Type());
+          return SmallVector<GroupBlock>{g};
+        };
+        // Token tiles of tileTokens, then the rest one by one.
+        auto tokenTiles = [&](Value o, Value begin, Value tiles, int64_t size) -> Value {
+          auto tileLoop = scf::ForOp::create(
+              gb, gl, index(gb, gl, 0), tiles, index(gb, gl, 1), ValueRange{o},
+              [&](OpBuilder &tb, Location tl, Value tile, ValueRange tileOut) {
+                Value token0 = arith::AddIOp::create(
+                    tb, tl, begin, arith::MulIOp::create(tb, tl, tile, index(tb, tl, size)));
+                SmallVector<Value> tokenIndex;
+                for (int64_t k = 0; k < size; ++k)
+                  tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, index(tb, tl, k)));
+                SmallVector<Value> sums = groupSums(t, tb, tl, tokenIndex, 1, fromBuffer);
+                Value result = tileOut[0];
+                for (int64_t k = 0; k < size; ++k)
+                  result = storeLanes(tb, tl, sums[k], result, tokenIndex[k], column);
+                scf::YieldOp::create(tb, tl, result);
               });
-          Value words = repack.getResult(0), scales = repack.getResult(1);
-          auto fromBuffer = [&](OpBuilder &nb, Location l, Value block) {
-            GroupBlock g;
-            Value wordRow = arith::MulIOp::create(nb, l, block, index(nb, l, kBlockWords));
-            for (int64_t j = 0; j < kBlockWords; ++j)
-              g.words.push_back(
-                  readVector(nb, l, words,
-                             ValueRange{arith::AddIOp::create(nb, l, wordRow, index(nb, l, j)),
-                                        index(nb, l, 0)},
-                             lanes, nb.getI32Type()));
-            g.scales = readVector(nb, l, scales, ValueRange{block, index(nb, l, 0)}, lanes,
-                                  nb.getF32Type());
-            return g;
-          };
-          // Token tiles of tileTokens, then the rest one by one.
-          auto tokenTiles = [&](Value o, Value begin, Value tiles, int64_t size) -> Value {
-            auto tileLoop = scf::ForOp::create(
-                gb, gl, index(gb, gl, 0), tiles, index(gb, gl, 1), ValueRange{o},
-                [&](OpBuilder &tb, Location tl, Value tile, ValueRange tileOut) {
-                  Value token0 = arith::AddIOp::create(
-                      tb, tl, begin, arith::MulIOp::create(tb, tl, tile, index(tb, tl, size)));
-                  SmallVector<Value> tokenIndex;
-                  for (int64_t k = 0; k < size; ++k)
-                    tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, index(tb, tl, k)));
-                  SmallVector<Value> sums = groupSums(t, tb, tl, tokenIndex, fromBuffer);
-                  Value result = tileOut[0];
-                  for (int64_t k = 0; k < size; ++k)
-                    result = storeLanes(t, tb, tl, sums[k], result, tokenIndex[k], column, valid);
-                  scf::YieldOp::create(tb, tl, result);
-                });
-            return tileLoop.getResult(0);
-          };
-          Value wholeTiles = arith::DivUIOp::create(gb, gl, live, index(gb, gl, tileTokens));
-          Value o = tokenTiles(carried[0], index(gb, gl, 0), wholeTiles, tileTokens);
-          Value done = arith::MulIOp::create(gb, gl, wholeTiles, index(gb, gl, tileTokens));
-          o = tokenTiles(o, done, arith::SubIOp::create(gb, gl, live, done), 1);
-          scf::YieldOp::create(gb, gl, ValueRange{o, words, scales});
-        });
-    return loop.getResult(0);
-  };
-  Value out = init;
-  Value zero = index(b, loc, 0);
-  out = groups(out, zero, choose(wholeGroups, /*registers=*/false), false, false);
-  out = groups(out, wholeGroups, choose(tailGroups, false), false, true);
-  if (liveRows) {
-    out = groups(out, zero, choose(wholeGroups, true), true, false);
-    out = groups(out, wholeGroups, choose(tailGroups, true), true, true);
-  }
-  return out;
+          return tileLoop.getResult(0);
+        };
+        Value wholeTiles = arith::DivUIOp::create(gb, gl, live, index(gb, gl, tileTokens));
+        Value o = tokenTiles(carried[0], index(gb, gl, 0), wholeTiles, tileTokens);
+        Value done = arith::MulIOp::create(gb, gl, wholeTiles, index(gb, gl, tileTokens));
+        o = tokenTiles(o, done, arith::SubIOp::create(gb, gl, live, done), 1);
+        scf::YieldOp::create(gb, gl, ValueRange{o, words, scales});
+      });
+  return loop.getResult(0);
 }
 
 } // namespace mlir::quill

@@ -26,14 +26,14 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"`), its int32
       sums scaled by the weight's and the input's block scales;
     - with `int8-dot` and `int8-matmul`, prefill's and the batch step's
-      products over Q8_0 and Q4_0 weights with `q8_input` round the live
-      token rows to int8 blocks, transpose each group of L weight rows
-      (L = 16 with `int8-dot-512`, else 8) so that lane r of word vector j
-      holds row r's four bytes that input word j multiplies, and run one
-      `vpdpbusd` per word for the whole group (the input word broadcast),
-      each block's exact int32 sums scaled into one f32 lane per row: once
-      per group into a stack buffer for all token rows, or in registers for
-      a batch step's single live row, summed the same way;
+      products over Q8_0, Q4_0, Q4_K and Q6_K weights with `q8_input`
+      round the live token rows to int8 blocks, transpose each group of L
+      weight rows (L = 16 with `int8-dot-512`, else 8) once into a stack
+      buffer so that lane r of word vector j holds row r's four bytes that
+      input word j multiplies, and run one `vpdpbusd` per word for the
+      whole group (the input word broadcast), each step's exact int32 sums
+      scaled into one f32 lane per row (Q4_K's minimum one more FMA, Q6_K's
+      halves of 16 two accumulators);
     - attention over heads of 8 or 16 dimensions reads keys as transposed
       [8, head_dim] tiles and keeps the weighted sums in registers.
     Shapes that do not fit (a width no multiple of W, leftover rows) take
@@ -73,9 +73,9 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "The CPU has the 512-bit vpdpbusd (AVX-512 VNNI): the int8 matmul's "
            "row groups are 16 rows (with vector-width 16), not 8">,
     Option<"int8MatMul", "int8-matmul", "bool", /*default=*/"true",
-           "With int8-dot, prefill's and the batch step's products over Q8_0 and "
-           "Q4_0 weights with q8_input run as int8 dot products over transposed "
-           "row groups (quill-compile --no-int8-matmul: the weights decoded to "
+           "With int8-dot, prefill's and the batch step's products over Q8_0, "
+           "Q4_0, Q4_K and Q6_K weights with q8_input run as int8 dot products "
+           "over transposed row groups (quill-compile --no-int8-matmul: the weights decoded to "
            "the f32 tiles, for A/B)">
   ];
   let dependentDialects = [
