@@ -105,6 +105,23 @@ TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
   }
 }
 
+TEST(FileEncodings, EmulatedCudaKernelsMatchTheReference) {
+  // The CUDA target's kernels (one unit per call, inputs rounded to Q8_0
+  // blocks where the generic products read them, the GPU's math
+  // approximations) compiled for the CPU, on the stored values.
+  for (const char *type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+    std::string name = std::string("emulated-") + type;
+    auto [c, model, reference] = encodedModel(name, type, false, 29);
+    std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
+                                           "--emulate-cuda-kernels --prefill-chunk 8");
+    ASSERT_FALSE(artifact.empty());
+    std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+      return std::string(type) == "Q4_K_M" ? std::string("Q4_K") : std::string(type);
+    });
+    checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+  }
+}
+
 TEST(FileEncodings, RowsPastTheLastWholeGroupMatchTheReference) {
   // A vocabulary of 330: the classifier's last rows are a partial group of
   // the int8 matmul's row groups (16 or 8 rows), computed in full lanes

@@ -48,9 +48,9 @@ Q8BlockScales q8BlockScales(OpBuilder &b, Location loc, Value input) {
   using utils::IteratorType;
   SmallVector<IteratorType> reduce(loops, IteratorType::parallel);
   reduce.back() = IteratorType::reduction;
-  SmallVector<OpFoldResult> scaleSizes;
-  for (int64_t size : blockedType.getShape().drop_back())
-    scaleSizes.push_back(b.getIndexAttr(size));
+  // The block grid's sizes (a live-rows slice has a dynamic row count).
+  SmallVector<OpFoldResult> scaleSizes = tensor::getMixedSizes(b, loc, blocks);
+  scaleSizes.pop_back();
   // max |x| of each block (order-free: exact whatever the vectorization).
   Value amax = buildGeneric(b, loc, ValueRange{blocks}, filledTensor(b, loc, scaleSizes, 0.0f),
                             {all, perBlock}, reduce,
@@ -59,11 +59,10 @@ Q8BlockScales q8BlockScales(OpBuilder &b, Location loc, Value input) {
                               return arith::MaximumFOp::create(nb, l, args[1], magnitude);
                             });
   // Each block's scale and its inverse once.
-  SmallVector<int64_t> blockShape(blockedType.getShape().drop_back());
   AffineMap same = AffineMap::getMultiDimIdentityMap(loops - 1, ctx);
   auto perBlockValue = [&](bool inverse) {
     return buildGeneric(b, loc, ValueRange{amax},
-                        tensor::EmptyOp::create(b, loc, blockShape, b.getF32Type()), {same, same},
+                        tensor::EmptyOp::create(b, loc, scaleSizes, b.getF32Type()), {same, same},
                         SmallVector<IteratorType>(loops - 1, IteratorType::parallel),
                         [inverse](OpBuilder &nb, Location l, ValueRange args) -> Value {
                           auto [d, inv] = q8Scales(nb, l, args[0]);
@@ -81,7 +80,8 @@ Value q8RoundTrip(OpBuilder &b, Location loc, Value input) {
   const unsigned loops = blockedType.getRank();
   AffineMap all = AffineMap::getMultiDimIdentityMap(loops, b.getContext());
   AffineMap perBlock = all.dropResult(loops - 1);
-  Value init = tensor::EmptyOp::create(b, loc, blockedType.getShape(), b.getF32Type());
+  Value init =
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, blocks), b.getF32Type());
   Value rounded =
       buildGeneric(b, loc, ValueRange{blocks, scales.scales, scales.inverses}, init,
                    {all, perBlock, perBlock, all},

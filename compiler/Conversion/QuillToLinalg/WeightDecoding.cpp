@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
+#include <optional>
+
 namespace mlir::quill {
 
 bool isEncodedWeight(Value weight) {
@@ -186,11 +188,11 @@ Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
 }
 
 /// out[t, r] += decoded W[first + r, k] * X[t, k] over all of `init`;
-/// with `q8Input`, X[t, k] rounded to its Q8_0 block where it is read (the
-/// rounded rows are never stored: a [T, K] copy per kernel call would
-/// outgrow a GPU thread's local memory).
+/// with `q8Scales` (X's Q8_0 block scales), X[t, k] rounded to its block
+/// where it is read (the rounded rows are never stored: a [T, K] copy per
+/// kernel call would outgrow a GPU thread's local memory).
 static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                             Value init, bool q8Input) {
+                             Value init, const std::optional<Q8BlockScales> &q8Scales) {
   MLIRContext *ctx = b.getContext();
   auto weightType = cast<RankedTensorType>(weight.getType());
   Value storage = weightStorage(weight);
@@ -199,9 +201,8 @@ static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value inp
   auto fastMath = reductionFastMath(b);
   SmallVector<Value> inputs = {input};
   SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {t, k}, ctx)};
-  if (q8Input) {
-    Q8BlockScales scales = q8BlockScales(b, loc, input);
-    inputs.append({scales.scales, scales.inverses});
+  if (q8Scales) {
+    inputs.append({q8Scales->scales, q8Scales->inverses});
     AffineMap perBlock = AffineMap::get(3, 0, {t, k.floorDiv(kQ8Block)}, ctx);
     maps.append({perBlock, perBlock});
   }
@@ -214,7 +215,7 @@ static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value inp
         Value row = arith::AddIOp::create(nb, l, first, linalg::IndexOp::create(nb, l, 1));
         Value w =
             decodeWeightElement(nb, l, storage, weightType, row, linalg::IndexOp::create(nb, l, 2));
-        Value x = q8Input ? q8Dequantized(nb, l, args[0], args[1], args[2]) : args[0];
+        Value x = q8Scales ? q8Dequantized(nb, l, args[0], args[1], args[2]) : args[0];
         Value product = arith::MulFOp::create(nb, l, x, w, fastMath);
         return arith::AddFOp::create(nb, l, args.back(), product, fastMath);
       });
@@ -223,14 +224,31 @@ static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value inp
 Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
                      OpFoldResult rows, Value liveRows, Value init, bool q8Input) {
   Value first = getValueOrCreateConstantIndexOp(b, loc, firstRow);
+  // The block scales of all T rows (static sizes, so no heap buffer).
+  std::optional<Q8BlockScales> scales;
+  if (q8Input)
+    scales = q8BlockScales(b, loc, input);
   if (!liveRows) {
     Value out =
         linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
             ->getResult(0);
-    return decodingProduct(b, loc, weight, input, first, out, q8Input);
+    return decodingProduct(b, loc, weight, input, first, out, scales);
   }
   return overLiveRows(b, loc, input, liveRows, rows, init, [&](Value liveInput, Value liveOut) {
-    return decodingProduct(b, loc, weight, liveInput, first, liveOut, q8Input);
+    std::optional<Q8BlockScales> live;
+    if (scales) {
+      // The live rows' scales.
+      OpFoldResult count = tensor::getMixedSize(b, loc, liveInput, 0);
+      auto rowsOf = [&](Value v) -> Value {
+        auto type = cast<RankedTensorType>(v.getType());
+        return tensor::ExtractSliceOp::create(
+            b, loc, v, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{count, b.getIndexAttr(type.getDimSize(1))},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+      };
+      live = Q8BlockScales{rowsOf(scales->scales), rowsOf(scales->inverses)};
+    }
+    return decodingProduct(b, loc, weight, liveInput, first, liveOut, live);
   });
 }
 
