@@ -102,16 +102,6 @@ TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
   EXPECT_NE(r.err.find(" 0 live allocations, 0 failed calls"), std::string::npos) << r.err;
 }
 
-/// Whether /proc/cpuinfo lists `flag` for this CPU.
-bool cpuHasFlag(const std::string &flag) {
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line))
-    if (line.rfind("flags", 0) == 0)
-      return (line + " ").find(" " + flag + " ") != std::string::npos;
-  return false;
-}
-
 TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
   ModelConfig c = llamaShape(64, 172, 2, 4, 2, 320, 64);
   std::string path = compileSynthetic(c, "bench-json", "--quantize=q8_0");

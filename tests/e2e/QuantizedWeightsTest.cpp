@@ -122,6 +122,26 @@ TEST(FileEncodings, EmulatedCudaKernelsMatchTheReference) {
   }
 }
 
+TEST(FileEncodings, GroupsOfEightRowsOnAvxVnniMatchTheReference) {
+  // An AVX2 CPU with AVX-VNNI (alderlake: no AVX-512): 8-lane vectors, the
+  // int8 matmuls' groups 8 rows and their vpdpbusd the 256-bit VEX form.
+  if (!cpuHasFlag("avx_vnni") || !cpuHasFlag("avx2"))
+    GTEST_SKIP() << "this CPU lacks AVX-VNNI, so an alderlake artifact cannot run here";
+  for (const char *type : {"Q8_0", "Q4_K_M"}) {
+    std::string name = std::string("avx-vnni-") + type;
+    auto [c, model, reference] = encodedModel(name, type, false, 31);
+    std::string artifact =
+        compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
+                        "--cpu=alderlake --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+    ASSERT_FALSE(artifact.empty());
+    std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+      return std::string(type) == "Q4_K_M" ? std::string("Q4_K") : std::string(type);
+    });
+    checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+    checkBatch(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+  }
+}
+
 TEST(FileEncodings, RowsPastTheLastWholeGroupMatchTheReference) {
   // A vocabulary of 330: the classifier's last rows are a partial group of
   // the int8 matmul's row groups (16 or 8 rows), computed in full lanes

@@ -154,4 +154,13 @@ LoadedArtifact load(const std::string &path, int threads) {
   return loaded;
 }
 
+bool cpuHasFlag(const std::string &flag) {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
 } // namespace quill::test

@@ -40,6 +40,9 @@ std::string syntheticTokenizer(int vocabSize);
 
 std::string readFile(const std::string &path);
 
+/// Whether /proc/cpuinfo lists `flag` (e.g. "avx_vnni") for this CPU.
+bool cpuHasFlag(const std::string &flag);
+
 /// A Llama shape for synthetic models (the other fields their defaults).
 ModelConfig llamaShape(int32_t dim, int32_t hidden, int32_t layers, int32_t heads, int32_t kvHeads,
                        int32_t vocab, int32_t seqLen);
