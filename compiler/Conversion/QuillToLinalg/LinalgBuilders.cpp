@@ -190,8 +190,8 @@ Value roundToElement(OpBuilder &b, Location loc, Value rows, Type element) {
                           });
 }
 
-Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
-                 Value position, const RopeFrequencies &frequencies) {
+std::pair<Value, Value> ropeCosSin(OpBuilder &b, Location loc, Value d, Value position,
+                                   const RopeFrequencies &frequencies) {
   auto toF32 = [&](Value index) {
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
     return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64).getResult();
@@ -216,6 +216,11 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
     cos = arith::MulFOp::create(b, loc, cos, factor);
     sin = arith::MulFOp::create(b, loc, sin, factor);
   }
+  return {cos, sin};
+}
+
+Value rotateWith(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value cos,
+                 Value sin) {
   Value even = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, cos),
                                      arith::MulFOp::create(b, loc, v1, sin));
   Value odd = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, sin),
@@ -223,6 +228,12 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
   Value isOdd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, parity,
                                       arith::ConstantIndexOp::create(b, loc, 0));
   return arith::SelectOp::create(b, loc, isOdd, odd, even);
+}
+
+Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
+                 Value position, const RopeFrequencies &frequencies) {
+  auto [cos, sin] = ropeCosSin(b, loc, d, position, frequencies);
+  return rotateWith(b, loc, v0, v1, parity, cos, sin);
 }
 
 Value windowStart(OpBuilder &b, Location loc, Value pos, std::optional<int64_t> window) {

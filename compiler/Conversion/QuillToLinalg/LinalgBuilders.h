@@ -81,6 +81,13 @@ template <typename OpTy> RopeFrequencies ropeFrequencies(OpTy op) {
 /// head, `position` the token's position (all index values).
 Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value d,
                  Value position, const RopeFrequencies &frequencies);
+/// rotatePair's two halves: the pair's cos and sin (times the attention
+/// factor), which every head at that position shares...
+std::pair<Value, Value> ropeCosSin(OpBuilder &b, Location loc, Value d, Value position,
+                                   const RopeFrequencies &frequencies);
+/// ... and the rotation by them.
+Value rotateWith(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value cos,
+                 Value sin);
 
 /// The first position a query at `pos` attends to: 0, or with a sliding
 /// window of `window` positions max(0, pos + 1 - window).

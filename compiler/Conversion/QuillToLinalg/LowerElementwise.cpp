@@ -36,7 +36,8 @@ struct LowerBinary : OpRewritePattern<OpTy> {
 
 /// Each output element reads its pair (x[2j], x[2j+1]) and rotates it by
 /// p / theta^(d / head_dim), d = 2j mod head_dim, where p is pos (one
-/// vector) or pos + t (row t of [T, width]).
+/// vector) or pos + t (row t of [T, width]); the cos and sin of each
+/// (row, d) come from a table computed first, shared by the heads.
 struct LowerRoPE : OpRewritePattern<RoPEOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -81,23 +82,61 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
           ArrayRef<OpFoldResult>{count, rewriter.getIndexAttr(width)},
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     }
+    // cos and sin of each (row, pair of a head) once, in a table every head
+    // reads (12 heads: 12 times fewer sin, cos and pow than per element).
+    const unsigned rank = op.getType().getRank();
+    const int64_t pairs = frequencies.headDim / 2;
+    auto f32 = rewriter.getF32Type();
+    SmallVector<Value> tables;
+    if (rank == 2 && live) {
+      // A batch step's live rows (a dynamic count): fixed-size buffers.
+      OpFoldResult rows = tensor::getMixedSize(rewriter, loc, init, 0);
+      const int64_t maxRows = op.getInput().getType().getDimSize(0);
+      for (int k = 0; k < 2; ++k)
+        tables.push_back(scratchSlice(rewriter, loc, {maxRows, pairs},
+                                      {rows, rewriter.getIndexAttr(pairs)}, std::nullopt));
+    } else {
+      // All rows, or a GPU unit's tile of them (one row once specialized).
+      SmallVector<OpFoldResult> sizes;
+      if (rank == 2)
+        sizes.push_back(tensor::getMixedSize(rewriter, loc, init, 0));
+      sizes.push_back(rewriter.getIndexAttr(pairs));
+      for (int k = 0; k < 2; ++k)
+        tables.push_back(tensor::EmptyOp::create(rewriter, loc, sizes, f32));
+    }
+    // The position of row t of the result (index values).
+    auto positionOf = [&](OpBuilder &b, Location l, Value t) -> Value {
+      if (begin)
+        t = arith::AddIOp::create(b, l, t, begin);
+      // Row t is at pos + t, or at pos[t] given per-row positions.
+      if (isa<RankedTensorType>(pos.getType()))
+        return arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                          tensor::ExtractOp::create(b, l, pos, ValueRange{t}));
+      return arith::AddIOp::create(b, l, pos, t);
+    };
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    auto table = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{tables[0].getType(), tables[1].getType()}, ValueRange{}, tables,
+        SmallVector<AffineMap>{identity, identity},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value j = linalg::IndexOp::create(b, l, rank - 1);
+          Value d = arith::MulIOp::create(b, l, j, arith::ConstantIndexOp::create(b, l, 2));
+          Value position = rank == 2 ? positionOf(b, l, linalg::IndexOp::create(b, l, 0)) : pos;
+          auto [cos, sin] = ropeCosSin(b, l, d, position, frequencies);
+          linalg::YieldOp::create(b, l, ValueRange{cos, sin});
+        });
+    Value cosTable = table.getResult(0), sinTable = table.getResult(1);
     Value result = buildElementwise(
         rewriter, loc, ValueRange{}, init, [&](OpBuilder &b, Location l, ValueRange) -> Value {
-          unsigned rank = op.getType().getRank();
           Value i = linalg::IndexOp::create(b, l, rank - 1);
-          Value position = pos;
-          SmallVector<Value> row;
+          // The input's row (the tile's rows start at `begin`), and the
+          // table's (the tile's own).
+          SmallVector<Value> row, tableRow;
           if (rank == 2) {
-            // Row t is at pos + t, or at pos[t] given per-row positions.
             Value t = linalg::IndexOp::create(b, l, 0);
-            if (begin)
-              t = arith::AddIOp::create(b, l, t, begin);
-            if (isa<RankedTensorType>(pos.getType()))
-              position = arith::IndexCastOp::create(
-                  b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, pos, ValueRange{t}));
-            else
-              position = arith::AddIOp::create(b, l, pos, t);
-            row.push_back(t);
+            tableRow.push_back(t);
+            row.push_back(begin ? arith::AddIOp::create(b, l, t, begin).getResult() : t);
           }
           Value two = arith::ConstantIndexOp::create(b, l, 2);
           Value parity = arith::RemUIOp::create(b, l, i, two);
@@ -106,12 +145,14 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
               arith::AddIOp::create(b, l, first, arith::ConstantIndexOp::create(b, l, 1));
           Value d = arith::RemUIOp::create(
               b, l, first, arith::ConstantIndexOp::create(b, l, frequencies.headDim));
-          SmallVector<Value> at0(row), at1(row);
+          SmallVector<Value> at0(row), at1(row), pair(tableRow);
           at0.push_back(first);
           at1.push_back(second);
+          pair.push_back(arith::DivUIOp::create(b, l, d, two));
           Value v0 = tensor::ExtractOp::create(b, l, input, at0);
           Value v1 = tensor::ExtractOp::create(b, l, input, at1);
-          return rotatePair(b, l, v0, v1, parity, d, position, frequencies);
+          return rotateWith(b, l, v0, v1, parity, tensor::ExtractOp::create(b, l, cosTable, pair),
+                            tensor::ExtractOp::create(b, l, sinTable, pair));
         });
     if (full)
       result = tensor::InsertSliceOp::create(

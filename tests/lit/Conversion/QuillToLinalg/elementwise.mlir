@@ -45,9 +45,11 @@ func.func @swiglu(%g: tensor<8xf32>, %u: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// rope: each output element i reads its pair (x[i - i%2], x[i - i%2 + 1]) and
-// rotates it by pos / theta^((pair start mod head_dim) / head_dim); even
-// elements take x0*cos - x1*sin, odd ones x0*sin + x1*cos.
+// rope: first a table of cos and sin for each pair of a head (d = 0, 2
+// of head_dim 4), pos / theta^(d / head_dim), shared by the heads; then
+// each output element i reads its pair (x[i - i%2], x[i - i%2 + 1]) and
+// the table's entry (i mod head_dim) / 2: even elements take
+// x0*cos - x1*sin, odd ones x0*sin + x1*cos.
 // CHECK-LABEL: func.func @rope
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<8xf32>, %[[POS:[^:]+]]: index)
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
@@ -58,15 +60,12 @@ func.func @swiglu(%g: tensor<8xf32>, %u: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-DAG: %[[THETA:.*]] = arith.constant 1.000000e+04 : f32
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<8xf32>
-// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#{{.*}}], iterator_types = ["parallel"]} outs(%[[E]] : tensor<8xf32>)
-// CHECK-NEXT: ^bb0(%{{[^:]+}}: f32):
-// CHECK-NEXT: %[[I:.*]] = linalg.index 0 : index
-// CHECK-NEXT: %[[PAR:.*]] = arith.remui %[[I]], %[[C2]] : index
-// CHECK-NEXT: %[[FIRST:.*]] = arith.subi %[[I]], %[[PAR]] : index
-// CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[FIRST]], %[[C1]] : index
-// CHECK-NEXT: %[[D:.*]] = arith.remui %[[FIRST]], %[[HD]] : index
-// CHECK-NEXT: %[[X0:.*]] = tensor.extract %[[Q]][%[[FIRST]]] : tensor<8xf32>
-// CHECK-NEXT: %[[X1:.*]] = tensor.extract %[[Q]][%[[SECOND]]] : tensor<8xf32>
+// CHECK: %[[TC:.*]] = tensor.empty() : tensor<2xf32>
+// CHECK: %[[TS:.*]] = tensor.empty() : tensor<2xf32>
+// CHECK: %[[T:.*]]:2 = linalg.generic {{.*}} outs(%[[TC]], %[[TS]] : tensor<2xf32>, tensor<2xf32>)
+// CHECK-NEXT: ^bb0(%{{[^:]+}}: f32, %{{[^:]+}}: f32):
+// CHECK-NEXT: %[[J:.*]] = linalg.index 0 : index
+// CHECK-NEXT: %[[D:.*]] = arith.muli %[[J]], %[[C2]] : index
 // CHECK-NEXT: %[[DI:.*]] = arith.index_cast %[[D]] : index to i64
 // CHECK-NEXT: %[[DF:.*]] = arith.sitofp %[[DI]] : i64 to f32
 // CHECK-NEXT: %[[RATIO:.*]] = arith.divf %[[DF]], %[[HDF]] : f32
@@ -77,10 +76,23 @@ func.func @swiglu(%g: tensor<8xf32>, %u: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NEXT: %[[ANGLE:.*]] = arith.mulf %[[PF]], %[[FREQ]] : f32
 // CHECK-NEXT: %[[COS:.*]] = math.cos %[[ANGLE]] : f32
 // CHECK-NEXT: %[[SIN:.*]] = math.sin %[[ANGLE]] : f32
-// CHECK-DAG: %[[X1SIN:.*]] = arith.mulf %[[X1]], %[[SIN]] : f32
-// CHECK-DAG: %[[X0COS:.*]] = arith.mulf %[[X0]], %[[COS]] : f32
-// CHECK-DAG: %[[X1COS:.*]] = arith.mulf %[[X1]], %[[COS]] : f32
-// CHECK-DAG: %[[X0SIN:.*]] = arith.mulf %[[X0]], %[[SIN]] : f32
+// CHECK-NEXT: linalg.yield %[[COS]], %[[SIN]] : f32, f32
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#{{.*}}], iterator_types = ["parallel"]} outs(%[[E]] : tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%{{[^:]+}}: f32):
+// CHECK-NEXT: %[[I:.*]] = linalg.index 0 : index
+// CHECK-NEXT: %[[PAR:.*]] = arith.remui %[[I]], %[[C2]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.subi %[[I]], %[[PAR]] : index
+// CHECK-NEXT: %[[SECOND:.*]] = arith.addi %[[FIRST]], %[[C1]] : index
+// CHECK-NEXT: %[[DD:.*]] = arith.remui %[[FIRST]], %[[HD]] : index
+// CHECK-NEXT: %[[PAIR:.*]] = arith.divui %[[DD]], %[[C2]] : index
+// CHECK-NEXT: %[[X0:.*]] = tensor.extract %[[Q]][%[[FIRST]]] : tensor<8xf32>
+// CHECK-NEXT: %[[X1:.*]] = tensor.extract %[[Q]][%[[SECOND]]] : tensor<8xf32>
+// CHECK-DAG: %[[TSIN:.*]] = tensor.extract %[[T]]#1[%[[PAIR]]] : tensor<2xf32>
+// CHECK-DAG: %[[TCOS:.*]] = tensor.extract %[[T]]#0[%[[PAIR]]] : tensor<2xf32>
+// CHECK-DAG: %[[X1SIN:.*]] = arith.mulf %[[X1]], %[[TSIN]] : f32
+// CHECK-DAG: %[[X0COS:.*]] = arith.mulf %[[X0]], %[[TCOS]] : f32
+// CHECK-DAG: %[[X1COS:.*]] = arith.mulf %[[X1]], %[[TCOS]] : f32
+// CHECK-DAG: %[[X0SIN:.*]] = arith.mulf %[[X0]], %[[TSIN]] : f32
 // CHECK-DAG: %[[EVEN:.*]] = arith.subf %[[X0COS]], %[[X1SIN]] : f32
 // CHECK-DAG: %[[ODD:.*]] = arith.addf %[[X0SIN]], %[[X1COS]] : f32
 // CHECK-DAG: %[[ISODD:.*]] = arith.cmpi ne, %[[PAR]], %[[C0]] : index
@@ -97,16 +109,24 @@ func.func @rope(%q: tensor<8xf32>, %pos: index) -> tensor<8xf32> {
 
 // A tile of a prefill's rows (the GPU's units): rows [b, e) straight into
 // a tensor.empty the kernel's output rows replace, no stack buffer; row t
-// of the tile is at position pos + b + t.
+// of the tile is at position pos + b + t (the table's row t), and reads
+// row b + t of the input.
 // CHECK-LABEL: func.func @rope_row_tile
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: index, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // CHECK-NOT: bufferization.alloc_tensor
 // CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[N]]) : tensor<?x8xf32>
-// CHECK: linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x8xf32>)
+// CHECK: %[[TC:.*]] = tensor.empty(%{{.*}}) : tensor<?x2xf32>
+// CHECK: %[[TS:.*]] = tensor.empty(%{{.*}}) : tensor<?x2xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[TC]], %[[TS]] : tensor<?x2xf32>, tensor<?x2xf32>)
 // CHECK: %[[T:.*]] = linalg.index 0 : index
 // CHECK: %[[ROW:.*]] = arith.addi %[[T]], %[[B]] : index
 // CHECK: arith.addi %[[POS]], %[[ROW]] : index
+// CHECK: linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?x8xf32>)
+// CHECK: %[[T2:.*]] = linalg.index 0 : index
+// CHECK: %[[ROW2:.*]] = arith.addi %[[T2]], %[[B]] : index
+// CHECK: tensor.extract %[[X]][%[[ROW2]], %{{.*}}] : tensor<4x8xf32>
+// CHECK: tensor.extract %{{.*}}#0[%[[T2]], %{{.*}}] : tensor<?x2xf32>
 // CHECK-NOT: bufferization.alloc_tensor
 func.func @rope_row_tile(%x: tensor<4x8xf32>, %pos: index, %b: index, %e: index) -> tensor<?x8xf32> {
   %r = quill.rope %x at %pos tile[%b, %e] {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32> -> tensor<?x8xf32>
