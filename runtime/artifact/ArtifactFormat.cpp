@@ -303,7 +303,13 @@ Status ArtifactBuilder::write(const std::string &path) const {
 
   // Written beside `path` under a temporary name and renamed once complete,
   // so a full disk, a file-size limit or a kill never leaves half an
-  // artifact under the output name.
+  // artifact under the output name. A rename would replace whatever is
+  // there: a device (as root, -o /dev/null would become a regular file), a
+  // pipe or a directory is refused instead.
+  struct stat existing;
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode))
+    return Status::error(path + ": not a regular file; an artifact is written to a file (finished "
+                                "beside it, then renamed into place)");
   std::string temp = path + ".tmp-XXXXXX";
   int fd = ::mkstemp(temp.data());
   if (fd < 0)

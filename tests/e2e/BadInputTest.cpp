@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <unistd.h>
 
@@ -192,6 +194,28 @@ TEST(BadInput, FilesThatAreNotFilesAreRefusedBeforeAnyRead) {
   ASSERT_EQ(truncate(huge.c_str(), (64 << 20) + 1), 0);
   expectCleanFailure(run(runTool() + quote(smallArtifact()) + " --batch-file " + quote(huge)),
                      "batch file is 67108865 bytes, more than the limit of 67108864");
+}
+
+TEST(BadInput, AnOutputThatIsNotARegularFileIsLeftAlone) {
+  // The artifact is finished beside the output and renamed onto it: onto a
+  // pipe, a directory or a device (as root, -o /dev/null would have become
+  // a regular file) that would replace it. They are refused in one line.
+  ModelConfig c = llamaShape(64, 160, 1, 4, 2, 512, 16);
+  std::string model = quote(synthesizeModel(c, "not-an-output"));
+  std::string tokenizer = " --tokenizer " + quote(syntheticTokenizer(c.vocabSize));
+  std::string fifo = tempDir() + "/output-fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expectCleanFailure(run(compileTool() + model + tokenizer + " -o " + quote(fifo)),
+                     "output-fifo: not a regular file");
+  struct stat after;
+  ASSERT_EQ(stat(fifo.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISFIFO(after.st_mode));
+  std::string directory = tempDir() + "/output-directory";
+  ASSERT_EQ(mkdir(directory.c_str(), 0700), 0);
+  expectCleanFailure(run(compileTool() + model + tokenizer + " -o " + quote(directory)),
+                     "output-directory: not a regular file");
+  ASSERT_EQ(stat(directory.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISDIR(after.st_mode));
 }
 
 TEST(BadInput, ATokenizerMustHaveTheModelsVocabulary) {
