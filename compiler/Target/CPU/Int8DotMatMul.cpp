@@ -60,7 +60,6 @@ struct GroupBlock {
 struct Int8Tiles {
   int64_t lanes;  ///< Rows per group, i32 lanes of a vector.
   Value storage;  ///< The weight's bytes ([rows, row bytes] i8).
-  Value memref;   ///< Their buffer, to prefetch from (null where none).
   Type element;   ///< !quill.q8_0, q4_0, q4_k or q6_k.
   int64_t blocks; ///< Steps (blocks of 32 inputs) per row.
   Int8Rows x;
@@ -491,13 +490,8 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   Value memref;
   if (auto toTensor = storage.getDefiningOp<bufferization::ToTensorOp>())
     memref = toTensor.getBuffer();
-  Int8Tiles t{lanes,
-              storage,
-              memref,
-              weightType.getElementType(),
-              width / kQ8Block,
-              x,
-              reductionFastMath(b)};
+  Int8Tiles t{
+      lanes, storage, weightType.getElementType(), width / kQ8Block, x, reductionFastMath(b)};
   const WeightFormat format = *weightFormatOf(t.element);
   const int64_t ahead = prefetchDistance(lanes, rowStorageBytes(weightType));
 
