@@ -108,7 +108,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
     // Attention block: norm, q/k/v (with Qwen2's biases), Qwen3's per-head
     // q/k norms, rotary, cache, attention, output, residual.
     Value h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "attention_norm", vec(dim)), eps,
-                                   /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
+                                   liveRows, /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
     const bool bias = config.qkvBias;
     Value qv = linear(h, "wq", qDim, dim, bias ? "bq" : "");
     Value k = linear(h, "wk", kvDim, dim, bias ? "bk" : "");
@@ -116,9 +116,9 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
     if (config.qkNorm) {
       int64_t width = config.headDim();
       qv = q::RMSNormOp::create(b, l, act(qDim), qv, weight(p + "q_norm", vec(width)), eps,
-                                /*tile=*/ValueRange{}, headDim);
+                                /*rows=*/Value(), /*tile=*/ValueRange{}, headDim);
       k = q::RMSNormOp::create(b, l, act(kvDim), k, weight(p + "k_norm", vec(width)), eps,
-                               /*tile=*/ValueRange{}, headDim);
+                               /*rows=*/Value(), /*tile=*/ValueRange{}, headDim);
     }
     qv = rope(qv, qDim);
     k = rope(k, kvDim);
@@ -127,8 +127,8 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       auto pool = RankedTensorType::get({kMaxKVBlocks, blockSize, kvDim}, kvElement);
       Value keys = q::KVCacheOp::create(b, l, pool, "key", layer);
       Value values = q::KVCacheOp::create(b, l, pool, "value", layer);
-      keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos);
-      values = q::PagedKVWriteOp::create(b, l, pool, v, values, tables, pos);
+      keys = q::PagedKVWriteOp::create(b, l, pool, k, keys, tables, pos, liveRows);
+      values = q::PagedKVWriteOp::create(b, l, pool, v, values, tables, pos, liveRows);
       attended = q::PagedAttentionOp::create(b, l, act(qDim), qv, keys, values, tables, pos,
                                              config.nHeads, config.nKvHeads, ValueRange{}, window);
     } else {
@@ -142,7 +142,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
     }
     x = q::AddOp::create(b, l, act(dim), x, linear(attended, "wo", dim, qDim));
     // Feed-forward block: norm, SwiGLU(w1, w3), w2, residual.
-    h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps,
+    h = q::RMSNormOp::create(b, l, act(dim), x, weight(p + "ffn_norm", vec(dim)), eps, liveRows,
                              /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
     Value gate = linear(h, "w1", hidden, dim);
     Value up = linear(h, "w3", hidden, dim);
@@ -154,7 +154,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   if (kind == StepKind::Prefill)
     x = q::RowOp::create(b, loc, vec(dim), x, rows - 1);
   Type finalType = batch ? mat(rows, dim) : vec(dim);
-  x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps,
+  x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps, liveRows,
                            /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
   Value logits =

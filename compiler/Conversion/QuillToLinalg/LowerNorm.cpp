@@ -7,6 +7,7 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::quill;
@@ -29,33 +30,53 @@ struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
     const bool rows = op.getInput().getType().getRank() == 2;
     Value input = op.getInput();
     if (rows) {
+      // Row by row, so that every temporary has a static shape (a tile's
+      // row count is known only at run time).
       int64_t width = op.getInput().getType().getDimSize(1);
-      input = tensor::ExtractSliceOp::create(
-          b, loc, input, ArrayRef<OpFoldResult>{first, b.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+      auto rowType = RankedTensorType::get({1, width}, b.getF32Type());
+      SmallVector<OpFoldResult> ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+      SmallVector<OpFoldResult> rowSizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
+      Value out = tensor::EmptyOp::create(
+          b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)}, b.getF32Type());
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      auto loop = scf::ForOp::create(
+          b, loc, zero, count, one, ValueRange{out},
+          [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+            Value at = arith::AddIOp::create(nb, l, first, i);
+            Value row = tensor::ExtractSliceOp::create(
+                nb, l, rowType, input, ArrayRef<OpFoldResult>{at, nb.getIndexAttr(0)}, rowSizes,
+                ones);
+            Value scale = builder->rmsScales(nb, l, row, eps);
+            Value normed = buildElementwise(
+                nb, l, ValueRange{},
+                tensor::EmptyOp::create(nb, l, rowType.getShape(), nb.getF32Type()),
+                [&](OpBuilder &eb, Location el, ValueRange) -> Value {
+                  Value d = linalg::IndexOp::create(eb, el, 1);
+                  Value zeroIndex = arith::ConstantIndexOp::create(eb, el, 0);
+                  Value x = tensor::ExtractOp::create(eb, el, row, ValueRange{zeroIndex, d});
+                  Value w = tensor::ExtractOp::create(eb, el, op.getWeight(), ValueRange{d});
+                  Value s = tensor::ExtractOp::create(eb, el, scale, ValueRange{zeroIndex});
+                  return arith::MulFOp::create(eb, el, w, arith::MulFOp::create(eb, el, s, x));
+                });
+            Value next = tensor::InsertSliceOp::create(
+                nb, l, normed, carried[0], ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)}, rowSizes,
+                ones);
+            scf::YieldOp::create(nb, l, next);
+          });
+      builder->noteLowered(op);
+      b.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
+      return success();
     }
-    // One scale (0-d) for a vector's elements, one per row of the tile.
+    // One scale (0-d) for the vector's elements.
     Value scales = builder->rmsScales(b, loc, input, eps);
-    SmallVector<OpFoldResult> shape = {count};
-    if (rows)
-      shape.push_back(b.getIndexAttr(op.getInput().getType().getDimSize(1)));
-    Value out = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+    Value out = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
     Value result = buildElementwise(
         b, loc, ValueRange{}, out, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-          Value i = linalg::IndexOp::create(nb, l, 0);
-          Value x, w, s;
-          if (rows) {
-            Value d = linalg::IndexOp::create(nb, l, 1);
-            x = tensor::ExtractOp::create(nb, l, input, ValueRange{i, d});
-            w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{d});
-            s = tensor::ExtractOp::create(nb, l, scales, ValueRange{i});
-          } else {
-            Value at = arith::AddIOp::create(nb, l, i, first);
-            x = tensor::ExtractOp::create(nb, l, input, ValueRange{at});
-            w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{at});
-            s = tensor::ExtractOp::create(nb, l, scales, ValueRange{});
-          }
+          Value at = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), first);
+          Value x = tensor::ExtractOp::create(nb, l, input, ValueRange{at});
+          Value w = tensor::ExtractOp::create(nb, l, op.getWeight(), ValueRange{at});
+          Value s = tensor::ExtractOp::create(nb, l, scales, ValueRange{});
           return arith::MulFOp::create(nb, l, w, arith::MulFOp::create(nb, l, s, x));
         });
     builder->noteLowered(op);

@@ -68,7 +68,8 @@ struct LowerKVWrite : OpRewritePattern<KVWriteOp> {
 };
 
 /// Row t into block tables[t, p / B], slot p mod B, for p = positions[t]:
-/// one row at a time (rows of one sequence may share a block).
+/// one row at a time (rows of one sequence may share a block), the live
+/// rows only.
 struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -81,8 +82,12 @@ struct LowerPagedKVWrite : OpRewritePattern<PagedKVWriteOp> {
     auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
     Value blockRows = index(blockSize);
     Type element = elementTypeOf(op.getCache());
+    // The live rows only, where the step says how many.
+    Value end = index(count);
+    if (Value live = op.getLive())
+      end = arith::MinUIOp::create(b, loc, live, end);
     auto loop = scf::ForOp::create(
-        b, loc, index(0), index(count), index(1), ValueRange{cacheStorage(op.getCache())},
+        b, loc, index(0), end, index(1), ValueRange{cacheStorage(op.getCache())},
         [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
           auto toIndex = [&](Value v) {
             return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v).getResult();

@@ -199,6 +199,8 @@ LogicalResult RMSNormOp::verify() {
        (getInput().getType().getRank() == 2 && dimOf(getResult(), 1) != widthOf(getInput()))))
     return emitOpError("a tile's result must be elements of the vector or whole rows, got ")
            << getResult().getType();
+  if (getRows() && (getInput().getType().getRank() != 2 || getGroup()))
+    return emitOpError("only T rows (not grouped) have live rows");
   if (std::optional<int64_t> group = getGroup()) {
     if (isTiled())
       return emitOpError("a grouped norm is never tiled");

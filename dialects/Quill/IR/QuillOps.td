@@ -230,7 +230,7 @@ def Quill_RowOp : Quill_Op<"row", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
+def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure, AttrSizedOperandSegments]> {
   let summary = "Root-mean-square normalization scaled by a weight";
   let description = [{
     `result[i] = weight[i] * input[i] / sqrt(mean(input^2) + eps)`. Inside
@@ -242,6 +242,10 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
     head: Qwen3's q/k norms) is normalized on its own, all by the same
     g-element weight. Such an op is never tiled.
 
+    In a batch step, `rows %n` (T rows, no group) says only the first n rows
+    are live: a kernel splits the op by rows and runs the live ones only;
+    the other rows of the result are left undefined.
+
     ```mlir
     %h = quill.rmsnorm %x, %w {eps = 1.0e-05 : f32} : tensor<64xf32>, tensor<64xf32>
     %qn = quill.rmsnorm %q, %qw {eps = 1.0e-06 : f32, group = 16 : i64}
@@ -249,10 +253,12 @@ def Quill_RMSNormOp : Quill_Op<"rmsnorm", [Quill_TiledOpInterface, Pure]> {
     ```
   }];
   let arguments = (ins Quill_Rows:$input, Quill_Vector:$weight, F32Attr:$eps,
-                       Variadic<Index>:$tile, OptionalAttr<I64Attr>:$group);
+                       Optional<Index>:$rows, Variadic<Index>:$tile,
+                       OptionalAttr<I64Attr>:$group);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,` type($weight)
+    $input `,` $weight (`rows` $rows^)? (`tile` `[` $tile^ `]`)? attr-dict `:` type($input) `,`
+    type($weight)
     custom<TiledResult>(ref(type($input)), type($result))
   }];
   let hasVerifier = 1;
@@ -451,7 +457,8 @@ def Quill_PagedKVWriteOp : Quill_Op<"paged_kv_write",
     block `tables[t, p / block size]`, slot `p mod block size` of the
     paged cache. Rows of one sequence share a table; the runtime makes sure
     no two sequences write the same block (copy-on-write) and points rows
-    it leaves unused at a reserved block.
+    it leaves unused at a reserved block. With `live %n`, only the first n
+    rows are stored (the rest are not live).
 
     ```mlir
     %k1 = quill.paged_kv_write %k into %kc through %tables at %positions
@@ -459,10 +466,12 @@ def Quill_PagedKVWriteOp : Quill_Op<"paged_kv_write",
     ```
   }];
   let arguments = (ins Quill_Matrix:$rows, Quill_BlockPool:$cache,
-                       Quill_BlockTables:$tables, Quill_RowInts:$positions);
+                       Quill_BlockTables:$tables, Quill_RowInts:$positions,
+                       Optional<Index>:$live);
   let results = (outs Quill_BlockPool:$result);
   let assemblyFormat = [{
-    $rows `into` $cache `through` $tables `at` $positions attr-dict `:` type($rows) `into`
+    $rows `into` $cache `through` $tables `at` $positions (`live` $live^)? attr-dict `:`
+    type($rows) `into`
     type($cache) `,` type($tables) `,` type($positions)
   }];
   let hasVerifier = 1;

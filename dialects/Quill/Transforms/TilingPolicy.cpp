@@ -5,6 +5,19 @@
 
 namespace mlir::quill {
 
+namespace {
+
+/// Whether `op` runs on a batch step's live token rows only (its `rows`).
+bool hasLiveRows(Operation *op) {
+  if (auto rope = dyn_cast<RoPEOp>(op))
+    return bool(rope.getRows());
+  if (auto norm = dyn_cast<RMSNormOp>(op))
+    return bool(norm.getRows());
+  return false;
+}
+
+} // namespace
+
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   Tiling tiling;
   // A target's split (quill.units): a unit per leading row or element of
@@ -41,9 +54,10 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
     tiling.liveRows = true;
-  } else if (auto rope = dyn_cast<RoPEOp>(op); rope && rope.getRows()) {
-    // A batch step's rows, split between threads.
-    tiling.work = rope.getType().getDimSize(0);
+  } else if (hasLiveRows(op)) {
+    // A batch step's norm or rope: its rows split between threads, the
+    // live ones only.
+    tiling.work = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
     tiling.rowsPerUnit = 1;
     tiling.leading = true;
     tiling.liveRows = true;

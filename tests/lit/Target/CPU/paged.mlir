@@ -30,6 +30,22 @@ func.func @paged_kv_write(%rows: tensor<4x8xf32>, %pool: tensor<64x16x8xf32>,
 
 // -----
 
+// With `live %n` (the batch step's live rows), the loop stops at min(n, 4).
+// CHECK-LABEL: func.func @paged_kv_write_live
+// CHECK-SAME: %[[N:[^:]+]]: index)
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[END:.*]] = arith.minui %[[N]], %[[C4]] : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[END]] step
+func.func @paged_kv_write_live(%rows: tensor<4x8xf32>, %pool: tensor<64x16x8xf32>,
+                               %tables: tensor<4x2xi32>, %pos: tensor<4xi32>,
+                               %n: index) -> tensor<64x16x8xf32> {
+  %p = quill.paged_kv_write %rows into %pool through %tables at %pos live %n
+      : tensor<4x8xf32> into tensor<64x16x8xf32>, tensor<4x2xi32>, tensor<4xi32>
+  return %p : tensor<64x16x8xf32>
+}
+
+// -----
+
 // paged_attention: a loop over the rows; per row, scores block by block
 // through its table (the block's rows sliced out of the pool at the table's
 // entry), one softmax, then the weighted sum block by block.

@@ -33,20 +33,24 @@ func.func @norm_tiled(%x: tensor<64xf32>, %w: tensor<64xf32>, %b: index, %e: ind
   return %y : tensor<?xf32>
 }
 
-// Rows [b, e) of [T, width] (a prefill's final norm on the GPU): each row's
-// own scale, its sum of squares shared by the warp's lanes.
+// Rows [b, e) of [T, width] (a prefill's final norm on the GPU), one row
+// at a time (static temporaries): each row's own scale, its sum of squares
+// shared by the warp's lanes.
 // GPU-LABEL: func.func @norm_rows
 // GPU-SAME: (%[[X:[^:]+]]: tensor<4x64xf32>, %[[W:[^:]+]]: tensor<64xf32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
 // GPU: %[[N:.*]] = arith.subi %[[E]], %[[B]] : index
-// GPU: %[[ROWS:.*]] = tensor.extract_slice %[[X]][%[[B]], 0] [%[[N]], 64] [1, 1] : tensor<4x64xf32> to tensor<?x64xf32>
-// GPU: %[[SCALES:.*]] = scf.for %[[T:.*]] = %c0 to %[[N]] step %c1
+// GPU: scf.for %[[T:.*]] = %c0 to %[[N]] step %c1
+// GPU: %[[AT:.*]] = arith.addi %[[B]], %[[T]] : index
+// GPU: %[[ROW:.*]] = tensor.extract_slice %[[X]][%[[AT]], 0] [1, 64] [1, 1] : tensor<4x64xf32> to tensor<1x64xf32>
 // GPU: gpu.lane_id
-// GPU: tensor.extract %[[ROWS]][%[[T]], %{{.*}}] : tensor<?x64xf32>
+// GPU: tensor.extract %[[ROW]][%{{.*}}, %{{.*}}] : tensor<1x64xf32>
 // GPU-COUNT-5: gpu.shuffle  xor
-// GPU: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x64xf32>)
-// GPU: tensor.extract %[[SCALES]][%{{.*}}] : tensor<?xf32>
+// GPU: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x64xf32>)
+// GPU: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T]], 0] [1, 64] [1, 1] : tensor<1x64xf32> into tensor<?x64xf32>
 // ONE-LABEL: func.func @norm_rows
+// ONE: scf.for
 // ONE: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// ONE: tensor.insert_slice {{.*}} : tensor<1x64xf32> into tensor<?x64xf32>
 func.func @norm_rows(%x: tensor<4x64xf32>, %w: tensor<64xf32>, %b: index, %e: index) -> tensor<?x64xf32> {
   %y = quill.rmsnorm %x, %w tile[%b, %e] {eps = 1.0e-05 : f32} : tensor<4x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
