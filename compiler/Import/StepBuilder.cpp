@@ -99,7 +99,7 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
       return q::LinearOp::create(b, l, act(out), input, weight(p + name, mat(out, in)),
                                  /*residual=*/Value(), bias, /*tile=*/ValueRange{}, liveRows,
                                  /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr(),
-                                 /*q8Input=*/UnitAttr());
+                                 /*q8Input=*/UnitAttr(), /*bf16Input=*/UnitAttr());
     };
     auto rope = [&](Value input, int64_t width) -> Value {
       return q::RoPEOp::create(b, l, act(width), input, pos, liveRows, freqs,
@@ -157,10 +157,10 @@ void buildStepFunction(OpBuilder &b, Location loc, const ModelConfig &config,
   x = q::RMSNormOp::create(b, loc, finalType, x, weight("norm", vec(dim)), eps, liveRows,
                            /*tile=*/ValueRange{}, /*group=*/IntegerAttr());
   Value classifier = config.sharedClassifier ? embeddings : weight("output", mat(vocab, dim));
-  Value logits =
-      q::LogitsOp::create(b, loc, result, x, classifier, /*residual=*/Value(),
-                          /*bias=*/Value(), /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
-                          /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr());
+  Value logits = q::LogitsOp::create(
+      b, loc, result, x, classifier, /*residual=*/Value(),
+      /*bias=*/Value(), /*tile=*/ValueRange{}, logitRows, /*swiglu=*/UnitAttr(),
+      /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr(), /*bf16Input=*/UnitAttr());
   func::ReturnOp::create(b, loc, logits);
 }
 

@@ -67,16 +67,20 @@ TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
   std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                          "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
-  // Products over block types take Q8_0-rounded inputs (f16, bf16: f32).
-  // (Q4_K_M's matrices are all Q4_K or Q6_K.)
-  std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+  // Products over block types take Q8_0-rounded inputs, over bf16
+  // bf16-rounded ones (f16: f32). (Q4_K_M's matrices are all Q4_K or Q6_K.)
+  auto typeOf = [&](const std::string &) {
     return std::string(e.type) == "Q4_K_M" ? std::string("Q4_K") : std::string(e.type);
-  });
-  const double tolerance = q8.empty() ? 1e-4 : kQ8InputTolerance;
-  checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, e.type, tolerance);
-  checkBatch(artifact, oracleFile(reference, q8), c, e.type, tolerance);
+  };
+  std::set<std::string> q8 = q8InputMatrices(c, typeOf), bf16 = bf16InputMatrices(c, typeOf);
+  const double tolerance = roundedInputTolerance(q8, bf16);
+  checkDecodeAndPrefill(artifact, oracleFile(reference, q8, bf16), c, e.type, tolerance);
+  checkBatch(artifact, oracleFile(reference, q8, bf16), c, e.type, tolerance);
   if (!q8.empty())
     expectFollowsTheRounding(artifact, oracleFile(reference, q8), oracleFile(reference), c, e.type);
+  if (!bf16.empty())
+    expectRoundsAsTheOracleAtPositionZero(artifact, oracleFile(reference, {}, bf16),
+                                          oracleFile(reference), c, e.type);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, FileEncodings,
@@ -108,17 +112,23 @@ TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
 TEST(FileEncodings, EmulatedCudaKernelsMatchTheReference) {
   // The CUDA target's kernels (one unit per call, inputs rounded to Q8_0
   // blocks where the generic products read them, the GPU's math
-  // approximations) compiled for the CPU, on the stored values.
-  for (const char *type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+  // approximations) compiled for the CPU, on the stored values; BF16's
+  // inputs rounded to bf16 where the products read them.
+  for (const char *type : {"Q8_0", "Q4_0", "Q4_K_M", "BF16"}) {
     std::string name = std::string("emulated-") + type;
     auto [c, model, reference] = encodedModel(name, type, false, 29);
     std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), name,
                                            "--emulate-cuda-kernels --prefill-chunk 8");
     ASSERT_FALSE(artifact.empty());
-    std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+    auto typeOf = [&](const std::string &) {
       return std::string(type) == "Q4_K_M" ? std::string("Q4_K") : std::string(type);
-    });
-    checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+    };
+    std::set<std::string> q8 = q8InputMatrices(c, typeOf), bf16 = bf16InputMatrices(c, typeOf);
+    // (The GPU's approximate rsqrt, exp and silu move activations by about
+    // 1e-6, enough to flip bf16 roundings even at position 0: the exact
+    // check of the rounding runs on the CPU's kernels.)
+    checkDecodeAndPrefill(artifact, oracleFile(reference, q8, bf16), c, name,
+                          roundedInputTolerance(q8, bf16));
   }
 }
 
@@ -140,6 +150,27 @@ TEST(FileEncodings, GroupsOfEightRowsOnAvxVnniMatchTheReference) {
     checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
     checkBatch(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
   }
+}
+
+TEST(FileEncodings, Bf16PairTilesOnZen4MatchTheReference) {
+  // A Zen 4 artifact (its vdpbf16ps outruns the FMAs, so bf16 matmuls take
+  // the bf16-pair register tiles): prefill and the batch step against the
+  // oracle that rounds the same inputs to bf16, a batch of one included.
+  if (!cpuHasFlag("avx512_bf16") || !cpuHasFlag("avx512_vbmi2"))
+    GTEST_SKIP() << "this CPU lacks AVX512_BF16, so a znver4 artifact cannot run here";
+  ModelConfig wide = quantConfig(false);
+  wide.hiddenDim = 1280; // The down projection's rows: two panels of columns.
+  auto [c, model, reference] = encodedModel("zen4-bf16", "BF16", wide, 43);
+  std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize), "zen4-bf16",
+                                         "--cpu=znver4 --prefill-chunk 8 --batch-rows 4 "
+                                         "--kv-block-size 4");
+  ASSERT_FALSE(artifact.empty());
+  std::set<std::string> bf16 = matrixNames(c);
+  checkDecodeAndPrefill(artifact, oracleFile(reference, {}, bf16), c, "zen4 bf16",
+                        kBf16InputTolerance);
+  checkBatch(artifact, oracleFile(reference, {}, bf16), c, "zen4 bf16", kBf16InputTolerance);
+  expectRoundsAsTheOracleAtPositionZero(artifact, oracleFile(reference, {}, bf16),
+                                        oracleFile(reference), c, "zen4 bf16");
 }
 
 TEST(FileEncodings, RowsPastTheLastWholeGroupMatchTheReference) {
@@ -273,9 +304,12 @@ TEST_P(QuantizeSchemes, StepsMatchTheReferenceOnTheFormulasBlocks) {
                                              " --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
   expectTheTableStatesEachWeight(artifact, c, values, s.typeOf);
-  std::set<std::string> q8 = q8InputMatrices(c, s.typeOf);
-  checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, s.flag,
-                        q8.empty() ? 1e-4 : kQ8InputTolerance);
+  std::set<std::string> q8 = q8InputMatrices(c, s.typeOf), bf16 = bf16InputMatrices(c, s.typeOf);
+  checkDecodeAndPrefill(artifact, oracleFile(reference, q8, bf16), c, s.flag,
+                        roundedInputTolerance(q8, bf16));
+  if (!bf16.empty())
+    expectRoundsAsTheOracleAtPositionZero(artifact, oracleFile(reference, {}, bf16),
+                                          oracleFile(reference), c, s.flag);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -117,12 +117,19 @@ std::vector<float> roundedToQ8_0(const float *x, int n) {
 
 void ReferenceModel::product(float *xout, const float *x, const std::string &name, int n,
                              int d) const {
-  if (!q8Inputs_.count(name)) {
-    matmul(xout, x, weight(name), n, d);
+  if (q8Inputs_.count(name)) {
+    std::vector<float> rounded = roundedToQ8_0(x, n);
+    matmul(xout, rounded.data(), weight(name), n, d);
     return;
   }
-  std::vector<float> rounded = roundedToQ8_0(x, n);
-  matmul(xout, rounded.data(), weight(name), n, d);
+  if (bf16Inputs_.count(name)) {
+    std::vector<float> rounded(x, x + n);
+    for (float &v : rounded)
+      v = roundToBf16(v);
+    matmul(xout, rounded.data(), weight(name), n, d);
+    return;
+  }
+  matmul(xout, x, weight(name), n, d);
 }
 
 ErrorOr<ReferenceModel> ReferenceModel::load(const std::string &path) {

@@ -46,6 +46,9 @@ public:
   /// as llama.cpp rounds the activations of Q8_0 and Q4_0 products:
   /// d = max|x| / 127, q = round-half-even(x / d), the product then over d * q.
   void roundInputsToQ8_0(std::set<std::string> weights) { q8Inputs_ = std::move(weights); }
+  /// The products over these weights take their input rounded to bf16 (to
+  /// nearest even), as llama.cpp rounds the activations of bf16 products.
+  void roundInputsToBf16(std::set<std::string> weights) { bf16Inputs_ = std::move(weights); }
 
   /// Keys and values are cached rounded to `type` (f16: IEEE binary16,
   /// bf16: the top 16 bits of the f32, both to nearest even), as a
@@ -66,7 +69,7 @@ private:
   }
 
   /// xout(d) = W(d, n) @ x(n) for the weight called `name`, its input
-  /// rounded first where roundInputsToQ8_0 names it.
+  /// rounded first where roundInputsToQ8_0 or roundInputsToBf16 names it.
   void product(float *xout, const float *x, const std::string &name, int n, int d) const;
   void layerProduct(float *xout, const float *x, int layer, const char *kind, int n, int d) const {
     product(xout, x, "layers." + std::to_string(layer) + "." + kind, n, d);
@@ -74,7 +77,7 @@ private:
 
   ModelConfig config_;
   ReferenceTensors tensors_;
-  std::set<std::string> q8Inputs_;
+  std::set<std::string> q8Inputs_, bf16Inputs_;
   KVType cacheType_ = KVType::F32;
   std::vector<float> ropeFrequencies_;
   float attentionFactor_ = 1.0f;

@@ -135,11 +135,62 @@ void expectFollowsTheRounding(const std::string &artifact, const OracleFactory &
   EXPECT_LE(offRounded, offPlain / 3) << what << ": the logits do not follow the oracle's rounding";
 }
 
-OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs) {
-  return [path, q8Inputs]() -> ErrorOr<ReferenceModel> {
+void expectRoundsAsTheOracleAtPositionZero(const std::string &artifact,
+                                           const OracleFactory &rounded, const OracleFactory &plain,
+                                           const ModelConfig &c, const std::string &what) {
+  LoadedArtifact loaded = load(artifact, 2);
+  ASSERT_TRUE(loaded.device);
+  auto toRounded = rounded(), toPlain = plain();
+  ASSERT_TRUE(toRounded.isOk() && toPlain.isOk());
+  const int tokens[] = {1, 7, 42, c.vocabSize - 1};
+  // The decode step (matrix-vector products) from an empty context.
+  // A row of logits is within a tenth of the plain oracle's distance from
+  // the rounded one (most are within 1e-6; a product over a long row can
+  // still flip one rounding).
+  auto expectCloser = [&](const float *got, int token, const std::string &where) {
+    const double toR = relativeDifference(got, toRounded->forward(token, 0));
+    const double toP = relativeDifference(got, toPlain->forward(token, 0));
+    EXPECT_LE(toR, toP / 10) << what << ": " << where << " (token " << token << ")";
+    EXPECT_GT(toP, 1e-3) << what << ": " << where << " (token " << token
+                         << ") as if its inputs were not rounded";
+  };
+  for (int token : tokens) {
+    loaded.device->step(token, 0);
+    expectCloser(loaded.device->logits(), token, "decode at position 0");
+  }
+  // The batch step (matrix-matrix products): one row per token, each a
+  // sequence at its position 0.
+  if (!loaded.device->batchLayout())
+    return;
+  const BatchLayout &layout = *loaded.device->batchLayout();
+  auto cache = createPagedCache(*loaded.device, c, /*budgetBytes=*/8 << 20, 2);
+  ASSERT_TRUE(cache.isOk()) << cache.message();
+  PagedKVCache &kv = **cache;
+  const int rows = std::min<int>(layout.rows, int(std::size(tokens)));
+  int32_t *tables = loaded.device->batchTables();
+  std::fill_n(tables, layout.rows * layout.tableWidth, 0);
+  for (int row = 0; row < rows; ++row) {
+    PagedKVCache::SequenceId id = kv.createSequence();
+    ASSERT_TRUE(kv.append(id, 1).isOk());
+    const std::vector<int32_t> &table = kv.blockTable(id);
+    std::copy(table.begin(), table.end(), tables + row * layout.tableWidth);
+    loaded.device->batchTokens()[row] = tokens[row];
+    loaded.device->batchPositions()[row] = 0;
+  }
+  loaded.device->batchStep(rows, rows);
+  for (int row = 0; row < rows; ++row)
+    expectCloser(loaded.device->batchLogits() + size_t(row) * c.vocabSize, tokens[row],
+                 "batch row " + std::to_string(row) + " at position 0");
+}
+
+OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs,
+                         std::set<std::string> bf16Inputs) {
+  return [path, q8Inputs, bf16Inputs]() -> ErrorOr<ReferenceModel> {
     auto model = ReferenceModel::load(path);
-    if (model.isOk())
+    if (model.isOk()) {
       model->roundInputsToQ8_0(q8Inputs);
+      model->roundInputsToBf16(bf16Inputs);
+    }
     return model;
   };
 }
@@ -159,6 +210,16 @@ q8InputMatrices(const ModelConfig &c,
   for (const std::string &name : matrixNames(c))
     if (std::string type = typeOf(name);
         type == "Q8_0" || type == "Q4_0" || type == "Q4_K" || type == "Q6_K")
+      names.insert(name);
+  return names;
+}
+
+std::set<std::string>
+bf16InputMatrices(const ModelConfig &c,
+                  const std::function<std::string(const std::string &)> &typeOf) {
+  std::set<std::string> names;
+  for (const std::string &name : matrixNames(c))
+    if (typeOf(name) == "BF16")
       names.insert(name);
   return names;
 }

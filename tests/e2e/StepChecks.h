@@ -16,8 +16,10 @@ namespace quill::test {
 using OracleFactory = std::function<ErrorOr<ReferenceModel>()>;
 /// The oracle of a llama2.c checkpoint file; the products over the
 /// weights `q8Inputs` names take Q8_0-rounded inputs
-/// (ReferenceModel::roundInputsToQ8_0).
-OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs = {});
+/// (ReferenceModel::roundInputsToQ8_0), those `bf16Inputs` names
+/// bf16-rounded ones.
+OracleFactory oracleFile(const std::string &path, std::set<std::string> q8Inputs = {},
+                         std::set<std::string> bf16Inputs = {});
 
 /// The canonical names of `c`'s weight matrices: every layer's wq, wk, wv,
 /// wo, w1, w2, w3, the embedding and the classifier.
@@ -27,6 +29,11 @@ std::set<std::string> matrixNames(const ModelConfig &c);
 std::set<std::string>
 q8InputMatrices(const ModelConfig &c,
                 const std::function<std::string(const std::string &)> &typeOf);
+
+/// Those whose type is BF16: they take bf16-rounded inputs in Quill.
+std::set<std::string>
+bf16InputMatrices(const ModelConfig &c,
+                  const std::function<std::string(const std::string &)> &typeOf);
 
 /// max |a - b| / max |b|.
 double relativeDifference(const float *got, const std::vector<float> &expected);
@@ -41,6 +48,21 @@ int tokenAt(int pos, int vocab);
 /// up to about 2e-3 of their largest each time; expectFollowsTheRounding
 /// checks that the rounding itself is the oracle's.
 constexpr double kQ8InputTolerance = 2e-2;
+/// Likewise where products take bf16-rounded inputs, which amplify more:
+/// bf16 keeps 8 bits, so differences of about 1e-5 in the activations
+/// (the kernels' softmax against the oracle's, from the third position on)
+/// already flip roundings, each moving an input by a bf16 step (measured:
+/// the oracle perturbed by 2^-17 of every product moves its logits by
+/// 2-3e-3 of the largest, by 2^-22 not at all).
+/// expectRoundsAsTheOracleAtPositionZero checks the rounding exactly.
+constexpr double kBf16InputTolerance = 2e-2;
+/// The tolerance for products that round the inputs `q8` and `bf16` name.
+inline double roundedInputTolerance(const std::set<std::string> &q8,
+                                    const std::set<std::string> &bf16) {
+  if (!q8.empty())
+    return kQ8InputTolerance;
+  return bf16.empty() ? 1e-4 : kBf16InputTolerance;
+}
 
 /// The prefill step over one chunk, then 12 decode steps, against the
 /// oracle within `tolerance` (max |a - b| / max |b|); one and two threads
@@ -59,5 +81,16 @@ void checkBatch(const std::string &artifact, const OracleFactory &makeOracle, co
 void expectFollowsTheRounding(const std::string &artifact, const OracleFactory &rounded,
                               const OracleFactory &plain, const ModelConfig &c,
                               const std::string &what);
+
+/// Rounded activations checked where nothing can amplify a last-bit
+/// difference: every token at position 0 (attention over one position, a
+/// softmax of 1), through the decode step and as rows of the batch step,
+/// are within a tenth of their distance from the `plain` oracle of the
+/// `rounded` one, and more than 1e-3 from the plain one. (Later positions differ in the last
+/// bits of their softmax, which a bf16 rounding can turn into a whole
+/// bf16 step: see kBf16InputTolerance.)
+void expectRoundsAsTheOracleAtPositionZero(const std::string &artifact,
+                                           const OracleFactory &rounded, const OracleFactory &plain,
+                                           const ModelConfig &c, const std::string &what);
 
 } // namespace quill::test

@@ -113,8 +113,9 @@ struct Flags {
       cl::cat(category)};
   cl::opt<bool> noQuantizeActivations{
       "no-quantize-activations",
-      cl::desc("Products over Q8_0 and Q4_0 weights keep f32 inputs instead of Q8_0 blocks (no "
-               "int8 dot products), for A/B comparisons of speed and accuracy"),
+      cl::desc("Products over block-quantized and bf16 weights keep f32 inputs instead of Q8_0 "
+               "blocks or bf16 (no int8 or bf16 dot products), for A/B comparisons of speed and "
+               "accuracy"),
       cl::cat(category)};
   cl::opt<bool> noWarpReductions{
       "no-warp-reductions",

@@ -96,4 +96,23 @@ Value q8Dequantized(OpBuilder &b, Location loc, Value x, Value d, Value inverse)
   return arith::MulFOp::create(b, loc, d, q8Round(b, loc, x, inverse));
 }
 
+Value bf16Rounded(OpBuilder &b, Location loc, Value x) {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  if (auto vector = dyn_cast<VectorType>(x.getType())) {
+    bf16 = vector.clone(bf16);
+    f32 = vector.clone(f32);
+  }
+  Value rounded = arith::TruncFOp::create(b, loc, bf16, x);
+  return arith::ExtFOp::create(b, loc, f32, rounded);
+}
+
+Value bf16RoundTrip(OpBuilder &b, Location loc, Value input) {
+  Value init =
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, input), b.getF32Type());
+  return buildElementwise(b, loc, ValueRange{input}, init,
+                          [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            return bf16Rounded(nb, l, args[0]);
+                          });
+}
+
 } // namespace mlir::quill

@@ -1,7 +1,8 @@
 // Q8_0 activations (quill.linear's `q8_input`): each block of 32 inputs
-// rounded to int8 values q and one scale d, so that x ~ d * q. The scalar
-// rules are shared by the target-neutral form and a target's int8 kernels,
-// so that both round every value the same way.
+// rounded to int8 values q and one scale d, so that x ~ d * q; and bf16
+// activations (`bf16_input`): each input rounded to bf16. The scalar rules
+// are shared by the target-neutral form and a target's int8 and bf16
+// kernels, so that both round every value the same way.
 #pragma once
 
 #include "mlir/IR/Builders.h"
@@ -36,5 +37,11 @@ Q8BlockScales q8BlockScales(OpBuilder &b, Location loc, Value input);
 /// its last dimension and back to f32 (d * q): the values a product over
 /// q8_input multiplies, as linalg.generic ops.
 Value q8RoundTrip(OpBuilder &b, Location loc, Value input);
+
+/// `x` (f32 scalars or vectors) rounded to bf16 (to nearest even) and
+/// widened back to f32.
+Value bf16Rounded(OpBuilder &b, Location loc, Value x);
+/// Every element of `input` (an f32 tensor) so rounded, as a linalg.generic.
+Value bf16RoundTrip(OpBuilder &b, Location loc, Value input);
 
 } // namespace mlir::quill

@@ -39,6 +39,19 @@ Value KernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, Valu
   return decodingMatMul(b, loc, weight, input, firstRow, rows, liveRows, init, /*q8Input=*/true);
 }
 
+Value KernelBuilder::bf16MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                    OpFoldResult firstRow, OpFoldResult rows, Value init) const {
+  return decodingMatVecRows(b, loc, weight, bf16RoundTrip(b, loc, input), firstRow, rows, init);
+}
+
+Value KernelBuilder::bf16MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                    OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                    Value init) const {
+  // Rounded where the product reads it: no [T, K] copy of the input.
+  return decodingMatMul(b, loc, weight, input, firstRow, rows, liveRows, init, /*q8Input=*/false,
+                        /*bf16Input=*/true);
+}
+
 Value KernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
                                 OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                 Value init) const {

@@ -50,6 +50,18 @@ public:
                              OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                              Value init) const;
 
+  /// decodingMatVecRows over the input rounded to bf16 (an op's
+  /// `bf16_input`: a bf16 weight). The neutral form rounds the input
+  /// (bf16RoundTrip) and decodes the weights as usual; a target may
+  /// instead multiply bf16 pairs.
+  virtual Value bf16MatVecRows(OpBuilder &b, Location loc, Value weight, Value input,
+                               OpFoldResult firstRow, OpFoldResult rows, Value init) const;
+  /// decodingMatMulRows likewise (the neutral form rounds each element
+  /// where the product reads it).
+  virtual Value bf16MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                               OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                               Value init) const;
+
   /// 1 / sqrt(mean(x^2) + eps) of each row of `input` (a 0-d tensor for a
   /// vector, [T] for T rows), in llama2.c's order.
   virtual Value rmsScales(OpBuilder &b, Location loc, Value input, float eps) const;

@@ -21,10 +21,10 @@ namespace {
 
 /// W[firstRow : firstRow + rows] @ x, into the kernel's output or, when
 /// `intermediate`, a fixed-size (stack) buffer; with `q8Input`, x rounded
-/// to Q8_0 blocks.
+/// to Q8_0 blocks, with `bf16Input` to bf16.
 Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value weight,
                  Value input, OpFoldResult firstRow, OpFoldResult rows, bool intermediate,
-                 bool q8Input) {
+                 bool q8Input, bool bf16Input) {
   int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   Value init = intermediate
                    ? scratchSlice(b, loc, {weightRows}, {rows}, std::nullopt)
@@ -32,6 +32,8 @@ Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
                          .getResult();
   if (q8Input)
     return builder.q8MatVecRows(b, loc, weight, input, firstRow, rows, init);
+  if (bf16Input)
+    return builder.bf16MatVecRows(b, loc, weight, input, firstRow, rows, init);
   if (isEncodedWeight(weight))
     return builder.decodingMatVecRows(b, loc, weight, input, firstRow, rows, init);
   return builder.matVecRows(b, loc, weight, input, firstRow, rows, init);
@@ -42,7 +44,7 @@ Value matVecRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
 /// unused).
 Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value weight,
                  Value input, OpFoldResult firstRow, OpFoldResult rows, bool intermediate,
-                 Value liveRows, bool q8Input) {
+                 Value liveRows, bool q8Input, bool bf16Input) {
   int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   int64_t weightRows = cast<RankedTensorType>(weight.getType()).getDimSize(0);
   Value init =
@@ -53,6 +55,8 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
                 .getResult();
   if (q8Input)
     return builder.q8MatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+  if (bf16Input)
+    return builder.bf16MatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   if (isEncodedWeight(weight))
     return builder.decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   return builder.matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
@@ -89,9 +93,9 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     // once, never reading back what another may be rewriting.
     const bool intermediate = op.getSwiglu() || builder->privateRows();
     Value result = rows ? matMulRows(b, loc, *builder, weight, op.getInput(), firstRow, rowCount,
-                                     intermediate, op.getRows(), op.getQ8Input())
+                                     intermediate, op.getRows(), op.getQ8Input(), op.getBf16Input())
                         : matVecRows(b, loc, *builder, weight, op.getInput(), firstRow, rowCount,
-                                     intermediate, op.getQ8Input());
+                                     intermediate, op.getQ8Input(), op.getBf16Input());
     // With live rows, the epilogues run on those rows only (the result's
     // other rows are left undefined): a slice with a dynamic row count.
     Value live = rows ? op.getRows() : Value();
@@ -210,7 +214,7 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
                   .getResult();
     }
     Value raw = matVecRows(b, loc, *builder, weight, op.getInput(), first, count,
-                           /*intermediate=*/true, op.getQ8Input());
+                           /*intermediate=*/true, op.getQ8Input(), op.getBf16Input());
     if (std::optional<APFloat> eps = op.getNormEps())
       raw =
           scaleRows(b, loc, raw, builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat()));

@@ -190,9 +190,11 @@ Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
 /// out[t, r] += decoded W[first + r, k] * X[t, k] over all of `init`;
 /// with `q8Scales` (X's Q8_0 block scales), X[t, k] rounded to its block
 /// where it is read (the rounded rows are never stored: a [T, K] copy per
-/// kernel call would outgrow a GPU thread's local memory).
+/// kernel call would outgrow a GPU thread's local memory); with
+/// `bf16Input`, X[t, k] rounded to bf16 there.
 static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value input, Value first,
-                             Value init, const std::optional<Q8BlockScales> &q8Scales) {
+                             Value init, const std::optional<Q8BlockScales> &q8Scales,
+                             bool bf16Input) {
   MLIRContext *ctx = b.getContext();
   auto weightType = cast<RankedTensorType>(weight.getType());
   Value storage = weightStorage(weight);
@@ -216,13 +218,15 @@ static Value decodingProduct(OpBuilder &b, Location loc, Value weight, Value inp
         Value w =
             decodeWeightElement(nb, l, storage, weightType, row, linalg::IndexOp::create(nb, l, 2));
         Value x = q8Scales ? q8Dequantized(nb, l, args[0], args[1], args[2]) : args[0];
+        if (bf16Input)
+          x = bf16Rounded(nb, l, x);
         Value product = arith::MulFOp::create(nb, l, x, w, fastMath);
         return arith::AddFOp::create(nb, l, args.back(), product, fastMath);
       });
 }
 
 Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
-                     OpFoldResult rows, Value liveRows, Value init, bool q8Input) {
+                     OpFoldResult rows, Value liveRows, Value init, bool q8Input, bool bf16Input) {
   Value first = getValueOrCreateConstantIndexOp(b, loc, firstRow);
   // The block scales of all T rows (static sizes, so no heap buffer).
   std::optional<Q8BlockScales> scales;
@@ -232,7 +236,7 @@ Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFo
     Value out =
         linalg::FillOp::create(b, loc, ValueRange{f32Constant(b, loc, 0.0f)}, ValueRange{init})
             ->getResult(0);
-    return decodingProduct(b, loc, weight, input, first, out, scales);
+    return decodingProduct(b, loc, weight, input, first, out, scales, bf16Input);
   }
   return overLiveRows(b, loc, input, liveRows, rows, init, [&](Value liveInput, Value liveOut) {
     std::optional<Q8BlockScales> live;
@@ -248,7 +252,7 @@ Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFo
       };
       live = Q8BlockScales{rowsOf(scales->scales), rowsOf(scales->inverses)};
     }
-    return decodingProduct(b, loc, weight, liveInput, first, liveOut, live);
+    return decodingProduct(b, loc, weight, liveInput, first, liveOut, live, bf16Input);
   });
 }
 

@@ -37,9 +37,11 @@ Value decodingMatVec(OpBuilder &b, Location loc, Value weight, Value input, OpFo
 
 /// X[T, K] @ W[firstRow : firstRow + rows]^T into `init` ([T, rows]);
 /// with `liveRows`, the live token rows only (the rest are zeros); with
-/// `q8Input`, each X element rounded to its Q8_0 block where it is read.
+/// `q8Input`, each X element rounded to its Q8_0 block where it is read;
+/// with `bf16Input`, to bf16.
 Value decodingMatMul(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
-                     OpFoldResult rows, Value liveRows, Value init, bool q8Input = false);
+                     OpFoldResult rows, Value liveRows, Value init, bool q8Input = false,
+                     bool bf16Input = false);
 
 /// Rows [firstRow, firstRow + n) of `weight` decoded to f32, into `init`
 /// ([n, columns]).

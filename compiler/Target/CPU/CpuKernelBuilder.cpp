@@ -2,6 +2,7 @@
 // generic forms for the leftover rows and widths.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
+#include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 
@@ -127,12 +128,16 @@ bool CpuKernelBuilder::fitsMatMulTile(Value weight, Value input) const {
   return width % tile.lanes == 0 && tokens % tile.tokens == 0;
 }
 
-Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
-                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
-                                   Value init) const {
-  if (!fitsMatMulTile(weight, input))
-    return KernelBuilder::matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
-  const MatMulTile tile = matMulTile();
+namespace {
+
+/// Rows [firstRow, firstRow + rows) of W (`weight`, f32 or, with
+/// `bf16Pairs`, bf16) times X (`input`, likewise) into `init` through
+/// blockedMatMul's register tiles, then the rows past the last whole tile
+/// by `tail` (first row, row count, that part of the output).
+Value registerTiledRows(OpBuilder &b, Location loc, const MatMulTile &tile, Value weight,
+                        Value input, OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                        Value init, bool prefetch, bool bf16Pairs,
+                        const std::function<Value(OpFoldResult, OpFoldResult, Value)> &tail) {
   const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
   OpFoldResult blocks = divIndex(b, loc, rows, tile.rows);
   OpFoldResult blocked = mulIndex(b, loc, blocks, tile.rows);
@@ -151,7 +156,7 @@ Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Val
   Value result =
       blockedMatMul(b, loc, tile, weight, input, getValueOrCreateConstantIndexOp(b, loc, firstRow),
                     getValueOrCreateConstantIndexOp(b, loc, blocks), tokenBlocks, tailTokens, init,
-                    options_.prefetchWeights);
+                    prefetch, bf16Pairs);
   OpFoldResult tailRows = subIndex(b, loc, rows, blocked);
   if (getConstantIntValue(tailRows) == 0)
     return result;
@@ -160,9 +165,44 @@ Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Val
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(tokens), tailRows};
   SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
   Value tailOut = tensor::ExtractSliceOp::create(b, loc, result, offsets, sizes, strides);
-  Value tail = KernelBuilder::matMulRows(b, loc, weight, input, addIndex(b, loc, firstRow, blocked),
-                                         tailRows, liveRows, tailOut);
-  return tensor::InsertSliceOp::create(b, loc, tail, result, offsets, sizes, strides);
+  Value rest = tail(addIndex(b, loc, firstRow, blocked), tailRows, tailOut);
+  return tensor::InsertSliceOp::create(b, loc, rest, result, offsets, sizes, strides);
+}
+
+} // namespace
+
+Value CpuKernelBuilder::matMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                   OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                   Value init) const {
+  if (!fitsMatMulTile(weight, input))
+    return KernelBuilder::matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+  return registerTiledRows(
+      b, loc, matMulTile(), weight, input, firstRow, rows, liveRows, init, options_.prefetchWeights,
+      /*bf16Pairs=*/false, [&](OpFoldResult first, OpFoldResult count, Value out) {
+        return KernelBuilder::matMulRows(b, loc, weight, input, first, count, liveRows, out);
+      });
+}
+
+Value CpuKernelBuilder::bf16MatMulRows(OpBuilder &b, Location loc, Value weight, Value input,
+                                       OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                                       Value init) const {
+  const MatMulTile tile = matMulTile();
+  const int64_t tokens = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  const int64_t width = cast<RankedTensorType>(weight.getType()).getDimSize(1);
+  if (!options_.bf16Dot || tile.lanes < 8 || width % (2 * tile.lanes) != 0 ||
+      tokens % tile.tokens != 0)
+    // The rounded rows through the decoding matmul (a stack copy: the
+    // neutral form's per-element rounding in scalar loops is slower).
+    return decodingMatMulRows(b, loc, weight, bf16RoundTrip(b, loc, input), firstRow, rows,
+                              liveRows, init);
+  // The token rows rounded to bf16 once; register tiles of bf16 pairs; the
+  // rows past the last whole tile in the neutral form, rounded alike.
+  return registerTiledRows(
+      b, loc, tile, weightStorage(weight), roundToElement(b, loc, input, b.getBF16Type()), firstRow,
+      rows, liveRows, init, options_.prefetchWeights, /*bf16Pairs=*/true,
+      [&](OpFoldResult first, OpFoldResult count, Value out) {
+        return KernelBuilder::bf16MatMulRows(b, loc, weight, input, first, count, liveRows, out);
+      });
 }
 
 Value CpuKernelBuilder::decodingMatMulRows(OpBuilder &b, Location loc, Value weight, Value input,

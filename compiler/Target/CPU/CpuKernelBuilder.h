@@ -35,6 +35,9 @@ struct CpuKernelOptions {
   /// row groups
   /// (with int8Dot; off for A/B: the weights decoded to f32 tiles).
   bool int8MatMul = true;
+  /// The CPU has vdpbf16ps (AVX512_BF16): prefill's and the batch step's
+  /// products over bf16 weights with bf16_input multiply bf16 pairs.
+  bool bf16Dot = false;
 };
 
 class CpuKernelBuilder : public KernelBuilder {
@@ -54,6 +57,8 @@ public:
                      OpFoldResult rows, Value init) const override;
   Value q8MatMulRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
                      OpFoldResult rows, Value liveRows, Value init) const override;
+  Value bf16MatMulRows(OpBuilder &b, Location loc, Value weight, Value input, OpFoldResult firstRow,
+                       OpFoldResult rows, Value liveRows, Value init) const override;
   Value attentionScores(OpBuilder &b, Location loc, Value query, Value keys,
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
@@ -77,10 +82,12 @@ Value blockedMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weigh
 
 /// Rows [first, first + blocks * tile.rows) of W times the first
 /// `tokenBlocks` * tile.tokens (+ `tailTokens`, when given) token rows of X
-/// into `init` ([T, rows]), in register tiles (RegisterTiles.cpp).
+/// into `init` ([T, rows]), in register tiles (RegisterTiles.cpp). With
+/// `bf16Pairs`, W and X are bf16 and each step multiplies pairs of them
+/// (vdpbf16ps, tile.lanes 16 or 8) into the f32 lanes.
 Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tile, Value weight, Value input,
                     Value first, Value blocks, Value tokenBlocks, Value tailTokens, Value init,
-                    bool prefetch);
+                    bool prefetch, bool bf16Pairs = false);
 
 /// Whether blockedDecodingMatVec handles weights of `weightType` at this
 /// vector width (Q8_0, Q4_0, F16, BF16 rows of whole blocks/vectors).

@@ -36,6 +36,11 @@ public:
   bool hasInt8Dot() const;
   /// Whether it has the 512-bit vpdpbusd (AVX-512 VNNI).
   bool hasInt8Dot512() const;
+  /// Whether the CPU has vdpbf16ps (AVX512_BF16): bf16 pair products.
+  bool hasBf16Dot() const;
+  /// Whether vdpbf16ps multiplies faster than f32 FMAs here (AMD Zen 4
+  /// and 5): bf16 matmuls then take it.
+  bool bf16DotOutrunsFma() const;
 
   /// Translates a module in the LLVM dialect to LLVM IR for this target and
   /// runs LLVM's O3 pipeline on it.

@@ -90,6 +90,7 @@ public:
         kernels.int8Dot = (*machine)->hasInt8Dot();
         kernels.int8Dot512 = (*machine)->hasInt8Dot512();
         kernels.int8MatMul = options.int8MatMul;
+        kernels.bf16Dot = (*machine)->bf16DotOutrunsFma();
         pm.addPass(mlir::quill::createCpuLowerKernels(kernels));
         addNeutralLowering(pm);
       }

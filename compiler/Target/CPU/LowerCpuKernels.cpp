@@ -26,7 +26,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
       return signalPassFailure();
     }
     auto builder = std::make_shared<const CpuKernelBuilder>(
-        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot, int8Dot512, int8MatMul});
+        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot, int8Dot512, int8MatMul, bf16Dot});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

@@ -25,6 +25,11 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       then compute each 32-weight block of a row as one `vpdpbusd`
       (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"`), its int32
       sums scaled by the weight's and the input's block scales;
+    - with `bf16-dot`, prefill's and the batch step's products over bf16
+      weights that take bf16 inputs (`bf16_input`) round the token rows to
+      bf16 once and run the same register tiles on 32 bf16 columns per
+      step, each accumulator lane adding two exact products
+      (`llvm.x86.avx512bf16.dpbf16ps.512`);
     - with `int8-dot` and `int8-matmul`, prefill's and the batch step's
       products over Q8_0, Q4_0, Q4_K and Q6_K weights with `q8_input`
       round the live token rows to int8 blocks, transpose each group of L
@@ -76,7 +81,11 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "With int8-dot, prefill's and the batch step's products over Q8_0, "
            "Q4_0, Q4_K and Q6_K weights with q8_input run as int8 dot products "
            "over transposed row groups (quill-compile --no-int8-matmul: the weights decoded to "
-           "the f32 tiles, for A/B)">
+           "the f32 tiles, for A/B)">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "The CPU has vdpbf16ps (AVX512_BF16): prefill's and the batch step's "
+           "products over bf16 weights with bf16_input multiply bf16 pairs in "
+           "register tiles; quill-compile takes it from --cpu's features">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -9,6 +9,7 @@
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -76,6 +77,21 @@ Value blockedMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weigh
   return rows.getResult(0);
 }
 
+namespace {
+
+/// acc + the pairwise products of two vectors of bf16 pairs (vdpbf16ps):
+/// lane i adds w[2i] x[2i] + w[2i+1] x[2i+1], each product exact in f32.
+Value bf16PairDot(OpBuilder &b, Location loc, Value acc, Value w, Value x) {
+  const int64_t lanes = cast<VectorType>(acc.getType()).getDimSize(0);
+  llvm::StringRef intrinsic =
+      lanes == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512" : "llvm.x86.avx512bf16.dpbf16ps.256";
+  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(), b.getStringAttr(intrinsic),
+                                       ValueRange{acc, w, x})
+      .getResult(0);
+}
+
+} // namespace
+
 /// Rows [first, first + blocks * tileRows) of W times the first
 /// `tokenBlocks` * tileTokens (+ `tailTokens`, when given) token rows of X,
 /// into columns
@@ -85,8 +101,11 @@ Value blockedMatVec(OpBuilder &b, Location loc, int64_t vectorWidth, Value weigh
 /// row is read from memory once per chunk of T tokens: the prefill's gain.
 Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Value weight,
                     Value input, Value first, Value blocks, Value tokenBlocks, Value tailTokens,
-                    Value init, bool prefetch) {
+                    Value init, bool prefetch, bool bf16Pairs) {
   const int64_t vectorWidth = tileShape.lanes, tileRows = tileShape.rows;
+  // Columns per step: a vector of f32, or (bf16 pairs) twice as many bf16
+  // that vdpbf16ps multiplies pairwise into the same f32 lanes.
+  const int64_t stepColumns = bf16Pairs ? 2 * vectorWidth : vectorWidth;
   const int64_t tileTokens = tileShape.tokens;
   // The width is taken in panels of kMatMulPanel columns (the outermost loop), so
   // the token rows' panel stays in L2 while every weight block passes over
@@ -98,12 +117,17 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value padding = f32Constant(b, loc, 0.0f);
+  auto loadType = VectorType::get({stepColumns}, bf16Pairs ? b.getBF16Type() : f32);
+  Value loadPadding =
+      bf16Pairs
+          ? arith::ConstantOp::create(b, loc, b.getFloatAttr(b.getBF16Type(), 0.0)).getResult()
+          : padding;
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes, 0.0f));
   SmallVector<bool> inBounds = {true};
   auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, l, v);
   };
-  const int64_t totalSteps = width / vectorWidth, panelSteps = kMatMulPanel / vectorWidth;
+  const int64_t totalSteps = width / stepColumns, panelSteps = kMatMulPanel / stepColumns;
   // The weight's memref, to prefetch the next block of rows while this one
   // is computed (the hardware prefetcher does not run ahead across the
   // block's 8 strided row streams).
@@ -145,7 +169,7 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
                           tb, tl, stepBegin, stepEnd, one, accInit,
                           [&](OpBuilder &ib, Location il, Value step, ValueRange acc) {
                             Value k =
-                                arith::MulIOp::create(ib, il, step, constant(ib, il, vectorWidth));
+                                arith::MulIOp::create(ib, il, step, constant(ib, il, stepColumns));
                             if (weightMemref) {
                               // Token tile t fetches row t % 8 of the next block.
                               Value ahead = arith::AddIOp::create(
@@ -163,16 +187,20 @@ Value blockedMatMul(OpBuilder &b, Location loc, const MatMulTile &tileShape, Val
                             SmallVector<Value> x, w, next;
                             for (int64_t i = 0; i < tile; ++i)
                               x.push_back(vector::TransferReadOp::create(
-                                  ib, il, lanes, input, ValueRange{tokenIndex[i], k}, padding,
-                                  inBounds));
+                                  ib, il, loadType, input, ValueRange{tokenIndex[i], k},
+                                  loadPadding, inBounds));
                             for (int64_t j = 0; j < tileRows; ++j)
-                              w.push_back(vector::TransferReadOp::create(ib, il, lanes, weight,
+                              w.push_back(vector::TransferReadOp::create(ib, il, loadType, weight,
                                                                          ValueRange{rowIndex[j], k},
-                                                                         padding, inBounds));
+                                                                         loadPadding, inBounds));
                             for (int64_t i = 0; i < tile; ++i)
                               for (int64_t j = 0; j < tileRows; ++j)
-                                next.push_back(vector::FMAOp::create(ib, il, lanes, w[j], x[i],
-                                                                     acc[i * tileRows + j]));
+                                next.push_back(
+                                    bf16Pairs
+                                        ? bf16PairDot(ib, il, acc[i * tileRows + j], w[j], x[i])
+                                        : vector::FMAOp::create(ib, il, lanes, w[j], x[i],
+                                                                acc[i * tileRows + j])
+                                              .getResult());
                             scf::YieldOp::create(ib, il, next);
                           });
                       Value out = carried[0];

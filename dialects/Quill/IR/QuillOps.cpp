@@ -221,12 +221,17 @@ LogicalResult RMSNormOp::verify() {
 
 /// q8_input rounds the input to Q8_0 blocks of 32 for a block-quantized
 /// weight (Q8_0, Q4_0, Q4_K, Q6_K), whose blocks are multiples of 32.
-static LogicalResult verifyQ8Input(Operation *op, bool q8Input, Value weight) {
-  if (!q8Input || isBlockQuantized(weight.getType()))
-    return success();
-  return op->emitOpError("q8_input needs a block-quantized weight, but")
-         << weightName(weight) << " is "
-         << cast<RankedTensorType>(weight.getType()).getElementType();
+/// bf16_input rounds the input to bf16 for a bf16 weight.
+static LogicalResult verifyInputRounding(Operation *op, bool q8Input, bool bf16Input,
+                                         Value weight) {
+  Type element = cast<RankedTensorType>(weight.getType()).getElementType();
+  if (q8Input && !isBlockQuantized(weight.getType()))
+    return op->emitOpError("q8_input needs a block-quantized weight, but")
+           << weightName(weight) << " is " << element;
+  if (bf16Input && !element.isBF16())
+    return op->emitOpError("bf16_input needs a bf16 weight, but")
+           << weightName(weight) << " is " << element;
+  return success();
 }
 
 /// Shared by quill.linear and quill.logits.
@@ -263,7 +268,7 @@ template <typename OpTy> static LogicalResult verifyMatVec(OpTy op) {
              << weightName(bias) << " has " << dimOf(bias, 0) << " elements but the weight has "
              << dimOf(weight, 0) << " rows";
   }
-  return verifyQ8Input(op, op.getQ8Input(), weight);
+  return verifyInputRounding(op, op.getQ8Input(), op.getBf16Input(), weight);
 }
 
 LogicalResult LinearOp::verify() { return verifyMatVec(*this); }
@@ -502,7 +507,7 @@ LogicalResult ProjectQKVOp::verify() {
   if (Value bias = getBias(); bias && dimOf(bias, 0) != rows)
     return emitOpError("bias") << weightName(bias) << " has " << dimOf(bias, 0)
                                << " elements but the weight has " << rows << " rows";
-  if (failed(verifyQ8Input(*this, getQ8Input(), getWeight())) ||
+  if (failed(verifyInputRounding(*this, getQ8Input(), getBf16Input(), getWeight())) ||
       failed(verifyCacheBlocks(*this, getKeys(), headDim)))
     return failure();
   return verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor());

@@ -270,7 +270,7 @@ class Quill_MatVecOp<string mnemonic>
                        Optional<Quill_Rows>:$residual, Optional<Quill_Vector>:$bias,
                        Variadic<Index>:$tile, Optional<Index>:$rows,
                        UnitAttr:$swiglu, OptionalAttr<F32Attr>:$norm_eps,
-                       UnitAttr:$q8_input);
+                       UnitAttr:$q8_input, UnitAttr:$bf16_input);
   let results = (outs Quill_Rows:$result);
   let assemblyFormat = [{
     $input `,` $weight (`rows` $rows^)? (`bias` $bias^ `:` type($bias))?
@@ -305,6 +305,10 @@ def Quill_LinearOp : Quill_MatVecOp<"linear"> {
     products: `d = max|x| / 127`, `q = roundeven(x * (1 / d))` (0 where `d`
     is 0), and the product runs on `d * q`, so a target may compute it as
     integer dot products of the weights' and the input's int8 values.
+    With `bf16_input` (a bf16 weight), each input element is first rounded
+    to bf16 (to nearest even), as llama.cpp rounds the activations of bf16
+    products, so a target may multiply bf16 pairs exactly into f32 sums
+    (AVX512_BF16's `vdpbf16ps`).
 
     ```mlir
     %q = quill.linear %h, %wq : tensor<64xf32>, tensor<64x64xf32> -> tensor<64xf32>
@@ -352,7 +356,8 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
                        Quill_Cache:$values, Index:$pos, Optional<Quill_Vector>:$bias,
                        Optional<Quill_Vector>:$freqs, Variadic<Index>:$tile,
                        I64Attr:$head_dim, F32Attr:$theta, OptionalAttr<F32Attr>:$norm_eps,
-                       OptionalAttr<F32Attr>:$attention_factor, UnitAttr:$q8_input);
+                       OptionalAttr<F32Attr>:$attention_factor, UnitAttr:$q8_input,
+                       UnitAttr:$bf16_input);
   let results = (outs Quill_Vector:$result, Quill_Cache:$new_keys, Quill_Cache:$new_values);
   let assemblyFormat = [{
     $input `,` $weight `into` $keys `,` $values `at` $pos (`bias` $bias^ `:` type($bias))?

@@ -49,7 +49,8 @@ struct FuseGateUpPass : mlir::quill::impl::FuseGateUpBase<FuseGateUpPass> {
                                      /*residual=*/Value(), /*bias=*/Value(),
                                      /*tile=*/ValueRange{}, /*rows=*/gate.getRows(),
                                      /*swiglu=*/b.getUnitAttr(),
-                                     /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr());
+                                     /*normEps=*/FloatAttr(), /*q8Input=*/UnitAttr(),
+                                     /*bf16Input=*/UnitAttr());
       swiglu.replaceAllUsesWith(fused);
       swiglu.erase();
       gate.erase();

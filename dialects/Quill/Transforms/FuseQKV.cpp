@@ -77,7 +77,7 @@ struct FuseQKVPass : mlir::quill::impl::FuseQKVBase<FuseQKVPass> {
         LinearOp::create(b, loc, RankedTensorType::get({rows}, f32), last.getInput(), packed,
                          /*residual=*/Value(), bias, /*tile=*/ValueRange{},
                          /*rows=*/Value(), /*swiglu=*/UnitAttr(), /*normEps=*/FloatAttr(),
-                         /*q8Input=*/UnitAttr());
+                         /*q8Input=*/UnitAttr(), /*bf16Input=*/UnitAttr());
     int64_t offset = 0;
     for (LinearOp linear : group) {
       Value part = SliceOp::create(b, loc, linear.getType(), fused, offset);

@@ -84,7 +84,7 @@ struct FuseRopeKVPass : mlir::quill::impl::FuseRopeKVBase<FuseRopeKVPass> {
           linear.getWeight(), m->kWrite.getCache(), m->vWrite.getCache(), m->qRope.getPos(),
           linear.getBias(), m->qRope.getFreqs(), ValueRange{}, m->qRope.getHeadDimAttr(),
           m->qRope.getThetaAttr(), linear.getNormEpsAttr(), m->qRope.getAttentionFactorAttr(),
-          /*q8Input=*/UnitAttr());
+          /*q8Input=*/UnitAttr(), /*bf16Input=*/UnitAttr());
       Value q = SliceOp::create(b, loc, m->qRope.getType(), fused.getResult(), int64_t(0));
       m->qRope.replaceAllUsesWith(q);
       m->kWrite.replaceAllUsesWith(fused.getNewKeys());

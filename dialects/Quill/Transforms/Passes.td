@@ -52,7 +52,7 @@ def QuantizeWeights : Pass<"quill-quantize-weights", "ModuleOp"> {
 }
 
 def QuantizeActivations : Pass<"quill-quantize-activations", "ModuleOp"> {
-  let summary = "Rounds the input of products over block-quantized weights to Q8_0 blocks";
+  let summary = "Rounds the input of products over block-quantized weights to Q8_0 blocks, over bf16 weights to bf16";
   let description = [{
     Sets `q8_input` on every `quill.linear`, `quill.logits` and
     `quill.project_qkv` whose weight is block-quantized (`q8_0`, `q4_0`,
@@ -62,8 +62,12 @@ def QuantizeActivations : Pass<"quill-quantize-activations", "ModuleOp"> {
     Q8_0 and Q4_0; for the K-quants it takes Q8_K, one scale per 256, where
     Quill keeps one per 32). The products then need only int8 dot products,
     which a CPU with AVX-512 VNNI or AVX-VNNI computes several times as fast
-    as widened f32 multiply-adds. `quill-compile --no-quantize-activations`
-    leaves the inputs f32 (f16 and bf16 products always take f32 inputs).
+    as widened f32 multiply-adds. Likewise `bf16_input` on those whose
+    weight is bf16: the input rounded to bf16 (to nearest even), as
+    llama.cpp's `vec_dot_type` for BF16, so that a CPU with AVX512_BF16
+    multiplies bf16 pairs (`vdpbf16ps`) at twice the f32 FMA rate.
+    `quill-compile --no-quantize-activations` leaves the inputs f32 (f16
+    products always take f32 inputs).
 
     Before:
     ```mlir

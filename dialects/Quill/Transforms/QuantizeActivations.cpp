@@ -1,7 +1,8 @@
 // quill-quantize-activations: products over block-quantized weights (Q8_0,
-// Q4_0, Q4_K, Q6_K) take their input rounded to Q8_0 blocks, as llama.cpp
-// rounds the activations of such products, so that targets can compute
-// them as int8 dot products.
+// Q4_0, Q4_K, Q6_K) take their input rounded to Q8_0 blocks, and those over
+// bf16 weights their input rounded to bf16, as llama.cpp rounds the
+// activations of such products, so that targets can compute them as int8
+// or bf16 dot products.
 #include "dialects/Quill/IR/QuillDialect.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 #include "dialects/Quill/Transforms/Passes.h"
@@ -18,17 +19,28 @@ namespace {
 
 /// Whether products over `weight` take Q8_0 activations.
 bool takesQ8Input(Value weight) { return isBlockQuantized(weight.getType()); }
+/// Whether they take bf16 activations.
+bool takesBf16Input(Value weight) {
+  return cast<RankedTensorType>(weight.getType()).getElementType().isBF16();
+}
+
+template <typename OpTy> void roundInputs(OpTy op) {
+  if (takesQ8Input(op.getWeight()))
+    op.setQ8Input(true);
+  else if (takesBf16Input(op.getWeight()))
+    op.setBf16Input(true);
+}
 
 struct QuantizeActivationsPass
     : mlir::quill::impl::QuantizeActivationsBase<QuantizeActivationsPass> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
-      if (auto linear = dyn_cast<LinearOp>(op); linear && takesQ8Input(linear.getWeight()))
-        linear.setQ8Input(true);
-      else if (auto logits = dyn_cast<LogitsOp>(op); logits && takesQ8Input(logits.getWeight()))
-        logits.setQ8Input(true);
-      else if (auto qkv = dyn_cast<ProjectQKVOp>(op); qkv && takesQ8Input(qkv.getWeight()))
-        qkv.setQ8Input(true);
+      if (auto linear = dyn_cast<LinearOp>(op))
+        roundInputs(linear);
+      else if (auto logits = dyn_cast<LogitsOp>(op))
+        roundInputs(logits);
+      else if (auto qkv = dyn_cast<ProjectQKVOp>(op))
+        roundInputs(qkv);
     });
   }
 };

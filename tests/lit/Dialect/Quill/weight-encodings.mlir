@@ -97,3 +97,13 @@ func.func @q8_input_f16(%x: tensor<256xf32>) -> tensor<4xf32> {
   %y = quill.linear %x, %w {q8_input} : tensor<256xf32>, tensor<4x256xf16> -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// bf16 inputs go with bf16 weights only.
+func.func @bf16_input_q8_0(%x: tensor<256xf32>) -> tensor<4xf32> {
+  %w = quill.weight "layers.0.w2" : tensor<4x256x!quill.q8_0>
+  // expected-error @+1 {{'quill.linear' op bf16_input needs a bf16 weight, but 'layers.0.w2' is '!quill.q8_0'}}
+  %y = quill.linear %x, %w {bf16_input} : tensor<256xf32>, tensor<4x256x!quill.q8_0> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
