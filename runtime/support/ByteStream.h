@@ -14,8 +14,11 @@ class ByteWriter {
 public:
   template <typename T> void put(const T &value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto *p = reinterpret_cast<const uint8_t *>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    // resize + memcpy rather than insert: GCC 12 warns (a false
+    // -Wstringop-overflow) on inserting into a vector still empty.
+    const size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &value, sizeof(T));
   }
   void putString(const std::string &s) {
     put<uint32_t>(static_cast<uint32_t>(s.size()));
