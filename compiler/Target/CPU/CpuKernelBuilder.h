@@ -145,6 +145,16 @@ struct Int8Input {
   Value scales;   ///< tensor<K / 32 x f32>: each block's d.
   Value halfSums; ///< tensor<K / 16 x i32>: the sum of q over each half block.
 };
+/// One block of 32 inputs rounded to Q8_0 (ActivationQuantization.h's
+/// rules), in vector registers.
+struct Q8Block {
+  Value values;      ///< vector<32 x i8>: q.
+  Value scale;       ///< f32: d.
+  Value halfSums[2]; ///< i32: the sums of q over each half.
+};
+/// `x` (vector<32 x f32>) so rounded: shared by decode's and the matmuls'
+/// rounding of their inputs.
+Q8Block roundQ8Block(OpBuilder &b, Location loc, Value x);
 /// `input` ([K]) rounded to Q8_0 blocks (ActivationQuantization.h's rules).
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input);
 /// `input` ([T, K], K a multiple of 32) rounded to Q8_0 blocks and back to

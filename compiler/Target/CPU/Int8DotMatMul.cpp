@@ -440,9 +440,6 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
           b, loc, RankedTensorType::get({tokens, n}, element), ValueRange{});
     };
     const int64_t blocks = width / kQ8Block;
-    auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
-    auto i32s = VectorType::get({kQ8Block}, b.getI32Type());
-    auto i8s = VectorType::get({kQ8Block}, b.getI8Type());
     auto words = VectorType::get({kBlockWords}, b.getI32Type());
     auto rows = scf::ForOp::create(
         b, loc, index(b, loc, 0), live, index(b, loc, 1),
@@ -453,31 +450,24 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
               nb, l, index(nb, l, 0), index(nb, l, blocks), index(nb, l, 1), rowOut,
               [&](OpBuilder &ib, Location il, Value block, ValueRange out) {
                 Value column = arith::MulIOp::create(ib, il, block, index(ib, il, kQ8Block));
-                Value v =
-                    readVector(ib, il, input, ValueRange{token, column}, kQ8Block, ib.getF32Type());
-                Value amax = vector::ReductionOp::create(ib, il, vector::CombiningKind::MAXIMUMF,
-                                                         math::AbsFOp::create(ib, il, v));
-                auto [d, inverse] = q8Scales(ib, il, amax);
-                Value q = q8Round(ib, il, v, vector::BroadcastOp::create(ib, il, f32s, inverse));
-                Value qi = arith::FPToSIOp::create(ib, il, i32s, q);
-                Value packed = vector::BitCastOp::create(ib, il, words,
-                                                         arith::TruncIOp::create(ib, il, i8s, qi));
+                Q8Block rounded = roundQ8Block(ib, il,
+                                               readVector(ib, il, input, ValueRange{token, column},
+                                                          kQ8Block, ib.getF32Type()));
+                Value packed = vector::BitCastOp::create(ib, il, words, rounded.values);
                 Value wordAt = arith::MulIOp::create(ib, il, block, index(ib, il, kBlockWords));
                 Value w =
                     vector::TransferWriteOp::create(ib, il, packed, out[0],
                                                     ValueRange{token, wordAt}, ArrayRef<bool>{true})
                         .getResult();
-                Value s = tensor::InsertOp::create(ib, il, d, out[1], ValueRange{token, block});
+                Value s = tensor::InsertOp::create(ib, il, rounded.scale, out[1],
+                                                   ValueRange{token, block});
                 Value m = out[2];
                 for (int64_t h = 0; h < 2; ++h) {
-                  Value part = vector::ExtractStridedSliceOp::create(
-                      ib, il, qi, ArrayRef<int64_t>{16 * h}, ArrayRef<int64_t>{16},
-                      ArrayRef<int64_t>{1});
-                  Value sum = vector::ReductionOp::create(ib, il, vector::CombiningKind::ADD, part);
                   Value at = arith::AddIOp::create(
                       ib, il, arith::MulIOp::create(ib, il, block, index(ib, il, 2)),
                       index(ib, il, h));
-                  m = tensor::InsertOp::create(ib, il, sum, m, ValueRange{token, at});
+                  m = tensor::InsertOp::create(ib, il, rounded.halfSums[h], m,
+                                               ValueRange{token, at});
                 }
                 scf::YieldOp::create(ib, il, ValueRange{w, s, m});
               });

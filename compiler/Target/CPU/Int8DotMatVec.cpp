@@ -70,6 +70,25 @@ bool fitsInt8Dot(Type weightType) {
   return isa<Q4_KType, Q6_KType>(element) && type.getDimSize(1) % 256 == 0;
 }
 
+Q8Block roundQ8Block(OpBuilder &b, Location loc, Value x) {
+  auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
+  auto i32s = VectorType::get({kQ8Block}, b.getI32Type());
+  Value amax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
+                                           math::AbsFOp::create(b, loc, x));
+  auto [d, inverse] = q8Scales(b, loc, amax);
+  Value q = q8Round(b, loc, x, vector::BroadcastOp::create(b, loc, f32s, inverse));
+  Q8Block out;
+  out.scale = d;
+  Value qi = arith::FPToSIOp::create(b, loc, i32s, q);
+  out.values = arith::TruncIOp::create(b, loc, VectorType::get({kQ8Block}, b.getI8Type()), qi);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value part = vector::ExtractStridedSliceOp::create(b, loc, qi, ArrayRef<int64_t>{16 * h},
+                                                       ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+    out.halfSums[h] = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, part);
+  }
+  return out;
+}
+
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
   const int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(0);
   const int64_t blocks = width / kQ8Block;
@@ -78,35 +97,24 @@ Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
     return bufferization::AllocTensorOp::create(b, loc, RankedTensorType::get({n}, element),
                                                 ValueRange{});
   };
-  auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
-  auto i32s = VectorType::get({kQ8Block}, b.getI32Type());
-  auto i8s = VectorType::get({kQ8Block}, b.getI8Type());
   auto loop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, blocks), indexConstant(b, loc, 1),
       ValueRange{buffer(width, b.getI8Type()), buffer(blocks, b.getF32Type()),
                  buffer(2 * blocks, b.getI32Type())},
       [&](OpBuilder &nb, Location l, Value block, ValueRange out) {
         Value column = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block));
-        Value x = readVector(nb, l, input, ValueRange{column}, kQ8Block, nb.getF32Type());
-        Value amax = vector::ReductionOp::create(nb, l, vector::CombiningKind::MAXIMUMF,
-                                                 math::AbsFOp::create(nb, l, x));
-        auto [d, inverse] = q8Scales(nb, l, amax);
-        Value q = q8Round(nb, l, x, vector::BroadcastOp::create(nb, l, f32s, inverse));
-        Value qi = arith::FPToSIOp::create(nb, l, i32s, q);
-        Value values =
-            vector::TransferWriteOp::create(nb, l, arith::TruncIOp::create(nb, l, i8s, qi), out[0],
-                                            ValueRange{column}, ArrayRef<bool>{true})
-                .getResult();
-        Value scales = tensor::InsertOp::create(nb, l, d, out[1], ValueRange{block});
+        Q8Block rounded = roundQ8Block(
+            nb, l, readVector(nb, l, input, ValueRange{column}, kQ8Block, nb.getF32Type()));
+        Value values = vector::TransferWriteOp::create(nb, l, rounded.values, out[0],
+                                                       ValueRange{column}, ArrayRef<bool>{true})
+                           .getResult();
+        Value scales = tensor::InsertOp::create(nb, l, rounded.scale, out[1], ValueRange{block});
         Value sums = out[2];
         for (int64_t h = 0; h < 2; ++h) {
-          Value part = vector::ExtractStridedSliceOp::create(
-              nb, l, qi, ArrayRef<int64_t>{16 * h}, ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
-          Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, part);
           Value at = arith::AddIOp::create(
               nb, l, arith::MulIOp::create(nb, l, block, indexConstant(nb, l, 2)),
               indexConstant(nb, l, h));
-          sums = tensor::InsertOp::create(nb, l, sum, sums, ValueRange{at});
+          sums = tensor::InsertOp::create(nb, l, rounded.halfSums[h], sums, ValueRange{at});
         }
         scf::YieldOp::create(nb, l, ValueRange{values, scales, sums});
       });

@@ -20,8 +20,8 @@
 // CHECK-LABEL: func.func @q8_0_prefill
 // CHECK: scf.for {{.*}} -> (tensor<8x16xi32>, tensor<8x2xf32>, tensor<8x4xi32>)
 // CHECK: math.roundeven %{{.*}} : vector<32xf32>
-// CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<8xi32>
 // CHECK-COUNT-2: vector.reduction <add>, %{{.*}} : vector<16xi32> into i32
+// CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<8xi32>
 // CHECK: arith.addi %{{.*}}, %c15 : index
 // CHECK: arith.divui %{{.*}}, %c16 : index
 // CHECK: scf.for {{.*}} -> (tensor<8x?xf32>, tensor<16x16xi32>, tensor<2x16xf32>)
