@@ -4,6 +4,12 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::quill;
@@ -38,8 +44,76 @@ struct LowerBinary : OpRewritePattern<OpTy> {
 /// p / theta^(d / head_dim), d = 2j mod head_dim, where p is pos (one
 /// vector) or pos + t (row t of [T, width]); the cos and sin of each
 /// (row, d) come from a table computed first, shared by the heads.
+/// A batch step's table of cos and sin, [live rows, pairs], row by row with
+/// each row's pairs as vectors of 8 (the last shorter): every row is then
+/// the same code, whatever the live row count. A table built as one
+/// [rows, pairs] generic let LLVM unroll a head's few pairs (4 for
+/// stories260K) and vectorize across rows, 8 at a time: rows in such a group
+/// took libmvec's cosf, sinf and powf, the rest libm's, whose last bits
+/// differ, and a token's logits changed with the rows beside it.
+std::pair<Value, Value>
+liveRowsTable(OpBuilder &b, Location loc, ArrayRef<Value> tables,
+              const std::function<Value(OpBuilder &, Location, Value)> &positionOf,
+              const RopeFrequencies &frequencies) {
+  const int64_t pairs = frequencies.headDim / 2;
+  auto f32 = b.getF32Type();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = tensor::DimOp::create(b, loc, tables[0], 0);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, rows, one, ValueRange{tables[0], tables[1]},
+      [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
+        Value position = arith::IndexCastOp::create(nb, l, nb.getI64Type(), positionOf(nb, l, t));
+        Value positionF = arith::SIToFPOp::create(nb, l, f32, position);
+        Value cosOut = carried[0], sinOut = carried[1];
+        for (int64_t start = 0; start < pairs; start += 8) {
+          const int64_t n = std::min<int64_t>(8, pairs - start);
+          auto type = VectorType::get({n}, f32);
+          Value first = arith::ConstantIndexOp::create(nb, l, start);
+          Value freq;
+          if (frequencies.table) {
+            Value padding = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0f));
+            freq = vector::TransferReadOp::create(nb, l, type, frequencies.table, ValueRange{first},
+                                                  padding, ArrayRef<bool>{true});
+          } else {
+            // llama2.c: 1 / theta^(d / head_dim), d = 2 * pair.
+            SmallVector<float> ratios;
+            for (int64_t i = 0; i < n; ++i)
+              ratios.push_back(float(2 * (start + i)) / float(frequencies.headDim));
+            Value ratio = arith::ConstantOp::create(
+                nb, l, DenseElementsAttr::get(type, ArrayRef<float>(ratios)));
+            Value theta =
+                arith::ConstantOp::create(nb, l, DenseElementsAttr::get(type, frequencies.theta));
+            Value ones = arith::ConstantOp::create(nb, l, DenseElementsAttr::get(type, 1.0f));
+            freq = arith::DivFOp::create(nb, l, ones, math::PowFOp::create(nb, l, theta, ratio));
+          }
+          Value angle = arith::MulFOp::create(
+              nb, l, vector::BroadcastOp::create(nb, l, type, positionF), freq);
+          Value cos = math::CosOp::create(nb, l, angle);
+          Value sin = math::SinOp::create(nb, l, angle);
+          if (frequencies.attentionFactor != 1.0f) {
+            Value factor = arith::ConstantOp::create(
+                nb, l, DenseElementsAttr::get(type, frequencies.attentionFactor));
+            cos = arith::MulFOp::create(nb, l, cos, factor);
+            sin = arith::MulFOp::create(nb, l, sin, factor);
+          }
+          cosOut = vector::TransferWriteOp::create(nb, l, cos, cosOut, ValueRange{t, first},
+                                                   ArrayRef<bool>{true})
+                       .getResult();
+          sinOut = vector::TransferWriteOp::create(nb, l, sin, sinOut, ValueRange{t, first},
+                                                   ArrayRef<bool>{true})
+                       .getResult();
+        }
+        scf::YieldOp::create(nb, l, ValueRange{cosOut, sinOut});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
 struct LowerRoPE : OpRewritePattern<RoPEOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerRoPE(MLIRContext *ctx, bool vectorTable) : OpRewritePattern(ctx), vectorTable(vectorTable) {}
+  /// A batch step's table built row by row in vectors (liveRowsTable): the
+  /// CPU's form. The neutral one stays a generic (no vector ops).
+  bool vectorTable;
 
   LogicalResult matchAndRewrite(RoPEOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -115,18 +189,23 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
       return arith::AddIOp::create(b, l, pos, t);
     };
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    auto table = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{tables[0].getType(), tables[1].getType()}, ValueRange{}, tables,
-        SmallVector<AffineMap>{identity, identity},
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-        [&](OpBuilder &b, Location l, ValueRange) {
-          Value j = linalg::IndexOp::create(b, l, rank - 1);
-          Value d = arith::MulIOp::create(b, l, j, arith::ConstantIndexOp::create(b, l, 2));
-          Value position = rank == 2 ? positionOf(b, l, linalg::IndexOp::create(b, l, 0)) : pos;
-          auto [cos, sin] = ropeCosSin(b, l, d, position, frequencies);
-          linalg::YieldOp::create(b, l, ValueRange{cos, sin});
-        });
-    Value cosTable = table.getResult(0), sinTable = table.getResult(1);
+    Value cosTable, sinTable;
+    if (rank == 2 && live && vectorTable) {
+      std::tie(cosTable, sinTable) = liveRowsTable(rewriter, loc, tables, positionOf, frequencies);
+    } else {
+      auto table = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{tables[0].getType(), tables[1].getType()}, ValueRange{}, tables,
+          SmallVector<AffineMap>{identity, identity},
+          SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange) {
+            Value j = linalg::IndexOp::create(b, l, rank - 1);
+            Value d = arith::MulIOp::create(b, l, j, arith::ConstantIndexOp::create(b, l, 2));
+            Value position = rank == 2 ? positionOf(b, l, linalg::IndexOp::create(b, l, 0)) : pos;
+            auto [cos, sin] = ropeCosSin(b, l, d, position, frequencies);
+            linalg::YieldOp::create(b, l, ValueRange{cos, sin});
+          });
+      cosTable = table.getResult(0), sinTable = table.getResult(1);
+    }
     Value result = buildElementwise(
         rewriter, loc, ValueRange{}, init, [&](OpBuilder &b, Location l, ValueRange) -> Value {
           Value i = linalg::IndexOp::create(b, l, rank - 1);
@@ -169,6 +248,11 @@ struct LowerRoPE : OpRewritePattern<RoPEOp> {
 } // namespace
 
 void mlir::quill::populateLowerElementwisePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerBinary<AddOp, addScalars>, LowerBinary<SwiGLUOp, swigluScalar>, LowerRoPE>(
+  patterns.add<LowerBinary<AddOp, addScalars>, LowerBinary<SwiGLUOp, swigluScalar>>(
       patterns.getContext());
+  populateLowerRoPEPatterns(patterns, /*vectorTable=*/false);
+}
+
+void mlir::quill::populateLowerRoPEPatterns(RewritePatternSet &patterns, bool vectorTable) {
+  patterns.add<LowerRoPE>(patterns.getContext(), vectorTable);
 }

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::quill;
@@ -60,6 +61,39 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
   if (isEncodedWeight(weight))
     return builder.decodingMatMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
   return builder.matMulRows(b, loc, weight, input, firstRow, rows, liveRows, init);
+}
+
+/// The folded RMSNorm's scales of [T, width] `input`'s first `live` rows
+/// (all T without), into a [T] tensor, one row at a time, so that every
+/// row's sum of squares is the same code whatever the row count and the
+/// row's place in the batch. One reduction over [T, width] (whose sums may
+/// reassociate) would leave LLVM free to unroll a short row and vectorize
+/// across rows, summing some rows in another order than the rest: batch
+/// invariance would then hang on its cost model (as it did for the rotary
+/// table, RotaryAngles.h).
+Value rowByRowRmsScales(OpBuilder &b, Location loc, const KernelBuilder &builder, Value input,
+                        Value live, float eps) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t tokens = type.getDimSize(0), width = type.getDimSize(1);
+  auto rowType = RankedTensorType::get({1, width}, b.getF32Type());
+  SmallVector<OpFoldResult> ones = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> rowSizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
+  Value scales = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{tokens}, b.getF32Type());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = live ? live : arith::ConstantIndexOp::create(b, loc, tokens).getResult();
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{scales},
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
+        Value row = tensor::ExtractSliceOp::create(
+            nb, l, rowType, input, ArrayRef<OpFoldResult>{i, nb.getIndexAttr(0)}, rowSizes, ones);
+        Value scale = builder.rmsScales(nb, l, row, eps);
+        Value next = tensor::InsertSliceOp::create(
+            nb, l, scale, carried[0], ArrayRef<OpFoldResult>{i},
+            ArrayRef<OpFoldResult>{nb.getIndexAttr(1)}, ArrayRef<OpFoldResult>{nb.getIndexAttr(1)});
+        scf::YieldOp::create(nb, l, next);
+      });
+  return loop.getResult(0);
 }
 
 template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
@@ -118,7 +152,9 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     if (std::optional<APFloat> eps = op.getNormEps()) {
       // The folded RMSNorm: (W' x) times 1/rms(x), row by row. Every tile
       // recomputes the scale from the whole input (a small reduction).
-      Value scales = builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat());
+      Value scales =
+          rows ? rowByRowRmsScales(b, loc, *builder, op.getInput(), live, eps->convertToFloat())
+               : builder->rmsScales(b, loc, op.getInput(), eps->convertToFloat());
       result = scaleRows(b, loc, result, liveRows(scales, std::nullopt));
     }
     if (Value bias = op.getBias())

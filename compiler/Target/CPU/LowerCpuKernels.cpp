@@ -31,6 +31,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);
     populateLowerPagedAttentionPatterns(patterns, builder);
+    populateLowerRoPEPatterns(patterns, /*vectorTable=*/true);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -40,7 +40,12 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       scaled into one f32 lane per row (Q4_K's minimum one more FMA, Q6_K's
       halves of 16 two accumulators);
     - attention over heads of 8 or 16 dimensions reads keys as transposed
-      [8, head_dim] tiles and keeps the weighted sums in registers.
+      [8, head_dim] tiles and keeps the weighted sums in registers;
+    - `quill.rope` over a batch step's live rows builds its cos/sin table
+      row by row, each row's pairs as vectors of up to 8 (as a [rows,
+      pairs] generic, LLVM vectorized small heads across rows, mixing
+      libmvec's and libm's cosf, so a row's bits depended on its
+      neighbours).
     Shapes that do not fit (a width no multiple of W, leftover rows) take
     the generic forms. Results depend on W, never on threads.
 

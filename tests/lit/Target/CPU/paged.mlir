@@ -87,6 +87,25 @@ func.func @rope_positions(%x: tensor<4x8xf32>, %pos: tensor<4xi32>) -> tensor<4x
 
 // -----
 
+// rope over a batch step's live rows: the table of cos and sin is built row
+// by row, each row's pairs as one vector (here 2 pairs), so that every row
+// is the same code whatever the live row count (a [rows, pairs] generic let
+// LLVM vectorize across rows, libmvec for some rows and libm for others).
+// CHECK-LABEL: func.func @rope_live_rows
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: tensor<4xi32>, %[[N:[^:]+]]: index)
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: tensor.extract %[[POS]][%[[T]]]
+// CHECK: math.cos {{.*}} : vector<2xf32>
+// CHECK: math.sin {{.*}} : vector<2xf32>
+// CHECK: vector.transfer_write {{.*}}[%[[T]], %{{.*}}]
+// CHECK: linalg.generic
+func.func @rope_live_rows(%x: tensor<4x8xf32>, %pos: tensor<4xi32>, %n: index) -> tensor<4x8xf32> {
+  %r = quill.rope %x at %pos rows %n {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>, tensor<4xi32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // linear with live rows: floor(rows / 2) whole register tiles of 2 token
 // rows, then the rest one token row per tile (the same sums per element).
 // CHECK-LABEL: func.func @live_rows
