@@ -40,10 +40,6 @@ struct LowerBinary : OpRewritePattern<OpTy> {
   }
 };
 
-/// Each output element reads its pair (x[2j], x[2j+1]) and rotates it by
-/// p / theta^(d / head_dim), d = 2j mod head_dim, where p is pos (one
-/// vector) or pos + t (row t of [T, width]); the cos and sin of each
-/// (row, d) come from a table computed first, shared by the heads.
 /// A batch step's table of cos and sin, [live rows, pairs], row by row with
 /// each row's pairs as vectors of 8 (the last shorter): every row is then
 /// the same code, whatever the live row count. A table built as one
@@ -109,6 +105,10 @@ liveRowsTable(OpBuilder &b, Location loc, ArrayRef<Value> tables,
   return {loop.getResult(0), loop.getResult(1)};
 }
 
+/// Each output element reads its pair (x[2j], x[2j+1]) and rotates it by
+/// p / theta^(d / head_dim), d = 2j mod head_dim, where p is pos (one
+/// vector) or pos + t (row t of [T, width]); the cos and sin of each
+/// (row, d) come from a table computed first, shared by the heads.
 struct LowerRoPE : OpRewritePattern<RoPEOp> {
   LowerRoPE(MLIRContext *ctx, bool vectorTable) : OpRewritePattern(ctx), vectorTable(vectorTable) {}
   /// A batch step's table built row by row in vectors (liveRowsTable): the

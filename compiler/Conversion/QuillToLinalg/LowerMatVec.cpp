@@ -70,7 +70,7 @@ Value matMulRows(OpBuilder &b, Location loc, const KernelBuilder &builder, Value
 /// reassociate) would leave LLVM free to unroll a short row and vectorize
 /// across rows, summing some rows in another order than the rest: batch
 /// invariance would then hang on its cost model (as it did for the rotary
-/// table, RotaryAngles.h).
+/// table: LowerElementwise.cpp, liveRowsTable).
 Value rowByRowRmsScales(OpBuilder &b, Location loc, const KernelBuilder &builder, Value input,
                         Value live, float eps) {
   auto type = cast<RankedTensorType>(input.getType());
