@@ -157,6 +157,9 @@ int runGroup(const RunOptions &options, const Artifact &artifact, const Tokenize
   batchOptions.arena = &arena;
   BatchScheduler scheduler(device, **cache, tokenizer, config, samplerFactory(options, arena),
                            batchOptions);
+  if (options.verbose)
+    std::fprintf(stderr, "%s %d: paged KV cache %.1f MiB (%d blocks of %d positions)\n", flag + 2,
+                 width, mib((*cache)->poolBytes()), (*cache)->totalBlocks(), layout->blockSize);
   BatchStats stats;
   auto results = scheduler.run({request}, &stats);
   if (!results.at(0))

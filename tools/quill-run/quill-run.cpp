@@ -40,6 +40,16 @@ extern "C" void onInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+/// Catches SIGINT (into `interrupted`) while a generating mode runs. A mode
+/// installs it before it reports anything on stderr, so whoever sees that
+/// report knows a SIGINT from then on stops the run at its next token.
+struct CatchInterrupt {
+  CatchInterrupt() { std::signal(SIGINT, onInterrupt); }
+  ~CatchInterrupt() { std::signal(SIGINT, SIG_DFL); }
+  CatchInterrupt(const CatchInterrupt &) = delete;
+  CatchInterrupt &operator=(const CatchInterrupt &) = delete;
+};
+
 int runQuill(int argc, char **argv) {
   using namespace quill;
   auto parsed = parseRunOptions(argc, argv);
@@ -109,12 +119,10 @@ int runQuill(int argc, char **argv) {
   if (!options.perplexityFile.empty())
     return runQuality(options, *artifact, *tokenizer, device, makeDevice);
   if (options.beamSearch || options.samples > 1 || !options.batchFile.empty()) {
-    std::signal(SIGINT, onInterrupt);
-    int code = options.batchFile.empty()
-                   ? runGroup(options, *artifact, *tokenizer, device, arena, &interrupted)
-                   : runBatchFile(options, *artifact, *tokenizer, device, arena, &interrupted);
-    std::signal(SIGINT, SIG_DFL);
-    return code;
+    CatchInterrupt catching;
+    return options.batchFile.empty()
+               ? runGroup(options, *artifact, *tokenizer, device, arena, &interrupted)
+               : runBatchFile(options, *artifact, *tokenizer, device, arena, &interrupted);
   }
   if (options.bench && !options.batchSizes.empty())
     return benchBatches(options, *artifact, *tokenizer, device, arena);
@@ -130,6 +138,7 @@ int runQuill(int argc, char **argv) {
     std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
     return 0;
   }
+  CatchInterrupt catching;
   SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
   sampler.reserve(config.vocabSize);
   if (options.verbose) {
@@ -150,24 +159,18 @@ int runQuill(int argc, char **argv) {
                  static_cast<unsigned long long>(options.sampling.seed));
   }
 
-  if (isChatMode(options)) {
-    std::signal(SIGINT, onInterrupt);
-    auto code = runChat(options, *artifact, *tokenizer, device, sampler, &interrupted);
-    std::signal(SIGINT, SIG_DFL);
-    return finish(code);
-  }
+  if (isChatMode(options))
+    return finish(runChat(options, *artifact, *tokenizer, device, sampler, &interrupted));
 
   Generator generator(device, *tokenizer, sampler, config);
   GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
   request.ignoreEos = options.ignoreEos;
   request.interrupt = &interrupted;
-  std::signal(SIGINT, onInterrupt);
   auto stream = [&](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
   auto result = options.json ? generator.generate(request) : generator.generate(request, stream);
-  std::signal(SIGINT, SIG_DFL);
   if (!result)
     return fail(result.message());
 
