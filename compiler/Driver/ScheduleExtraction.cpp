@@ -130,6 +130,10 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
     for (mlir::NamedAttribute entry : encodings)
       result.weightEncodings[entry.getName().str()] =
           mlir::cast<mlir::StringAttr>(entry.getValue()).str();
+  if (mlir::DictionaryAttr groups = step.getWeightRowGroupsAttr())
+    for (mlir::NamedAttribute entry : groups)
+      result.weightRowGroups[entry.getName().str()] =
+          mlir::cast<mlir::IntegerAttr>(entry.getValue()).getInt();
   if (mlir::ArrayAttr packs = step.getWeightPacksAttr()) {
     for (mlir::Attribute attr : packs) {
       auto pack = mlir::cast<mlir::quill::WeightPackAttr>(attr);
@@ -142,6 +146,7 @@ ErrorOr<ExtractedSchedule> extractSchedule(mlir::ModuleOp module) {
         out.parts.push_back(mlir::cast<mlir::StringAttr>(part).str());
       if (pack.getScale())
         out.scale = pack.getScale().str();
+      out.rowGroups = pack.getRowGroups();
       result.weightPacks.push_back(std::move(out));
     }
   }

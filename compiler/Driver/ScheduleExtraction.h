@@ -18,7 +18,8 @@ struct WeightPack {
   uint64_t offset = 0;
   bool interleave = false; ///< Rows alternate between parts; else concatenated.
   std::vector<std::string> parts;
-  std::string scale; ///< Empty, or a vector every row is multiplied by.
+  std::string scale;     ///< Empty, or a vector every row is multiplied by.
+  int64_t rowGroups = 0; ///< Rows per group of the row-group layout; 0: the plain rows.
 };
 
 struct ExtractedSchedule {
@@ -31,6 +32,8 @@ struct ExtractedSchedule {
   /// Name -> encoding ("f16", "q8_0", ...: WeightFormats.h) of the weights
   /// not stored as f32.
   std::map<std::string, std::string> weightEncodings;
+  /// Name -> rows per group of the named weights stored in row groups.
+  std::map<std::string, int64_t> weightRowGroups;
   std::vector<WeightPack> weightPacks;
 };
 

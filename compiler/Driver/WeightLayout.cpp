@@ -1,6 +1,7 @@
 // Streaming the weight blob: tensors in offset order, each in the encoding
 // the plan gives it (fp32 unless the step keeps another).
 #include "compiler/Driver/WeightLayout.h"
+#include "compiler/Import/RowGroups.h"
 
 #include <algorithm>
 #include <vector>
@@ -139,10 +140,17 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
     };
     for (const Placement &p : placements(plan)) {
       padTo(p.offset);
+      const std::string &first = p.pack ? p.pack->parts.front() : p.name;
+      const ImportedTensor *source = model.find(first);
+      const uint64_t rows = source && !source->shape.empty() ? uint64_t(source->shape.front()) : 1;
       if (!p.pack) {
         auto bytes = encodedTensor(model, plan, p.name);
         if (!bytes)
           return bytes.status();
+        if (auto groups = plan.weightRowGroups.find(p.name); groups != plan.weightRowGroups.end())
+          if (Status s = groupWeightRows(*bytes, encodingOf(plan, p.name), rows, groups->second);
+              !s)
+            return Status::error("weight '" + p.name + "': " + s.message());
         write(*bytes);
         continue;
       }
@@ -160,20 +168,25 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
           parts.push_back(part.take());
         }
       }
+      // The pack's rows: its parts one after another, or row r of part i
+      // as row r * parts + i.
+      std::vector<uint8_t> packed;
+      const uint64_t rowBytes = parts.front().size() / rows;
       if (!p.pack->interleave) {
         for (const auto &part : parts)
-          write(part);
-        continue;
+          packed.insert(packed.end(), part.begin(), part.end());
+      } else {
+        for (uint64_t r = 0; r < rows; ++r)
+          for (const auto &part : parts)
+            packed.insert(packed.end(), part.begin() + r * rowBytes,
+                          part.begin() + (r + 1) * rowBytes);
       }
-      // Row r of part i is written as row r * parts + i.
-      const ImportedTensor *first = model.find(p.pack->parts.front());
-      uint64_t rows = uint64_t(first->shape.front());
-      uint64_t rowBytes = parts.front().size() / rows;
-      for (uint64_t r = 0; r < rows; ++r)
-        for (const auto &part : parts) {
-          sink(part.data() + r * rowBytes, rowBytes);
-          at += rowBytes;
-        }
+      if (p.pack->rowGroups)
+        if (Status s = groupWeightRows(packed, encodingOf(plan, first), packed.size() / rowBytes,
+                                       p.pack->rowGroups);
+            !s)
+          return Status::error("weight '" + first + "': " + s.message());
+      write(packed);
     }
     padTo(plan.schedule.weightBytes);
     return Status::ok();

@@ -37,6 +37,9 @@ struct PipelineOptions {
   /// CPU with int8 dot products: prefill's and the batch step's products
   /// over Q8_0 and Q4_0 weights as int8 tiles (off for A/B: f32 tiles).
   bool int8MatMul = true;
+  /// CPU with int8 dot products: the Q8_0 and Q4_0 weights the int8
+  /// products read are stored in row groups (off for A/B: the file's rows).
+  bool rowGroups = true;
   /// CUDA (and its emulation): a warp per output element of matrix-vector
   /// kernels, its lanes sharing the reduction (off: a thread per row).
   bool warpReductions = true;

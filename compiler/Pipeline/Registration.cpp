@@ -55,6 +55,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
   Option<bool> int8MatMul{*this, "int8-matmul",
                           llvm::cl::desc("CPU: Q8_0/Q4_0 matmuls as int8 row-group tiles"),
                           llvm::cl::init(true)};
+  Option<bool> rowGroups{*this, "row-groups",
+                         llvm::cl::desc("CPU: Q8_0/Q4_0 weights of the int8 products stored "
+                                        "in row groups"),
+                         llvm::cl::init(true)};
   Option<bool> warpReductions{*this, "warp-reductions",
                               llvm::cl::desc("CUDA: a warp per matrix-vector output"),
                               llvm::cl::init(true)};
@@ -88,6 +92,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
     options.int8MatMul = int8MatMul;
+    options.rowGroups = rowGroups;
     options.shareWeights = shareWeights;
     options.warpReductions = warpReductions;
     return options;

@@ -109,6 +109,38 @@ TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
   }
 }
 
+TEST(FileEncodings, RowGroupsAndFileRowsBothMatchTheReference) {
+  // On a CPU with AVX-512 VNNI the int8 kernels read Q8_0 and Q4_0 weights
+  // stored in row groups (the default: StepsMatchTheReferenceOnTheStoredValues);
+  // --no-row-groups keeps the file's rows, which the kernels transpose per
+  // call. Both must give the oracle's logits; the default must really
+  // have grouped the weights (and the A/B flag not).
+  if (!cpuHasFlag("avx512_vnni"))
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI: no 16-row groups to compare";
+  for (const char *type : {"Q8_0", "Q4_0"}) {
+    std::string name = std::string("file-rows-") + type;
+    auto [c, model, reference] = encodedModel(name, type, false, 41);
+    const std::string flags = "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4";
+    const std::string compile = quote(tool("quill-compile")) + " " + quote(model) +
+                                " --tokenizer " + quote(syntheticTokenizer(c.vocabSize)) + " " +
+                                flags;
+    CommandResult grouped = run(compile + " --emit=kernels");
+    CommandResult plain = run(compile + " --no-row-groups --emit=kernels");
+    ASSERT_EQ(grouped.exitCode, 0) << grouped.err;
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    EXPECT_NE(grouped.out.find("#quill.row_groups<16>"), std::string::npos) << type;
+    EXPECT_EQ(plain.out.find("row_groups"), std::string::npos) << type;
+
+    std::string artifact =
+        compileArtifact(model, syntheticTokenizer(c.vocabSize), name, flags + " --no-row-groups");
+    ASSERT_FALSE(artifact.empty());
+    std::set<std::string> q8 =
+        q8InputMatrices(c, [&](const std::string &) { return std::string(type); });
+    checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+    checkBatch(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+  }
+}
+
 TEST(FileEncodings, EmulatedCudaKernelsMatchTheReference) {
   // The CUDA target's kernels (one unit per call, inputs rounded to Q8_0
   // blocks where the generic products read them, the GPU's math

@@ -106,6 +106,11 @@ struct Flags {
                "weights to f32 tiles instead of int8 dot products over transposed row groups, "
                "for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noRowGroups{
+      "no-row-groups",
+      cl::desc("Q8_0 and Q4_0 weights keep the file's row layout instead of the row groups the "
+               "CPU's int8 kernels read without transposes, for A/B comparisons"),
+      cl::cat(category)};
   cl::opt<bool> noWeightSharing{
       "no-weight-sharing",
       cl::desc("Prefill and batch steps read their own copies of the weights the decode step "
@@ -209,6 +214,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
   options.pipeline.int8MatMul = !flags.noInt8MatMul;
+  options.pipeline.rowGroups = !flags.noRowGroups;
   options.pipeline.shareWeights = !flags.noWeightSharing;
   options.pipeline.quantizeActivations = !flags.noQuantizeActivations;
   options.pipeline.warpReductions = !flags.noWarpReductions;

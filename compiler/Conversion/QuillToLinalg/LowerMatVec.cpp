@@ -112,8 +112,12 @@ template <typename OpTy> struct LowerMatVec : OpRewritePattern<OpTy> {
     OpFoldResult first = b.getIndexAttr(0);
     OpFoldResult outputs = b.getIndexAttr(weightType.getDimSize(0) / perOutput);
     if (op.isTiled()) {
-      first = op.getTile()[0];
-      outputs = arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult();
+      // The tile counts units of outputs (a row group's over a grouped weight).
+      const int64_t perUnit = op.getOutputsPerUnit();
+      first = mulIndex(b, loc, op.getTile()[0], perUnit);
+      outputs = mulIndex(
+          b, loc, arith::SubIOp::create(b, loc, op.getTile()[1], op.getTile()[0]).getResult(),
+          perUnit);
     }
     OpFoldResult firstRow = mulIndex(b, loc, first, perOutput);
     OpFoldResult rowCount = mulIndex(b, loc, outputs, perOutput);

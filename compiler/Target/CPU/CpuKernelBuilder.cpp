@@ -5,6 +5,7 @@
 #include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
+#include "dialects/Quill/IR/WeightFormats.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -93,9 +94,16 @@ Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, V
                                      OpFoldResult firstRow, OpFoldResult rows, Value init) const {
   if (!options_.int8Dot || !fitsInt8Dot(weight.getType()))
     return KernelBuilder::q8MatVecRows(b, loc, weight, input, firstRow, rows, init);
-  // The input rounded once per call; blocks of 4 rows, then the leftover
-  // rows one by one with the same kernel.
+  // The input rounded once per call.
   Int8Input rounded = quantizeInt8Input(b, loc, input);
+  if (int64_t lanes = rowGroupsOf(weight.getType())) {
+    // Whole groups: the tiles split on them (TilingPolicy.cpp).
+    return int8RowGroupMatVec(
+        b, loc, lanes, weight, rounded, getValueOrCreateConstantIndexOp(b, loc, firstRow),
+        getValueOrCreateConstantIndexOp(b, loc, divIndex(b, loc, rows, lanes)), init);
+  }
+  // Blocks of 4 rows, then the leftover rows one by one with the same
+  // kernel.
   return blocksThenTail(
       b, loc, firstRow, rows, kDecodeRowBlock, init,
       [&](Value first, Value blocks, Value out) {

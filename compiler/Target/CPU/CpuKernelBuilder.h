@@ -181,6 +181,29 @@ bool fitsInt8MatMul(Type weightType);
 Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
                     OpFoldResult firstRow, OpFoldResult rows, Value liveRows, Value init);
 
+/// A weight stored in row groups (#quill.row_groups), read by the int8
+/// products (Int8RowGroups.cpp).
+/// Its bytes as one [rows * row bytes] tensor: a group is contiguous.
+Value flatWeightBytes(OpBuilder &b, Location loc, Value weight);
+/// One block (32 columns) of a group of `lanes` rows.
+struct RowGroupBlock {
+  SmallVector<Value> words; ///< 8 vector<lanes x i32>: lane r, row r's unsigned bytes.
+  Value scales;             ///< vector<lanes x f32>: each row's block scale.
+};
+/// Block `step` of the group whose bytes start at `groupBase` of `flat`.
+RowGroupBlock readRowGroupBlock(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
+                                Value groupBase, Value step);
+/// vpdpbusd(acc, unsigned weight bytes, signed input bytes) on the i32
+/// lanes of `acc` (8 or 16).
+Value int8Dot(OpBuilder &b, Location loc, Value acc, Value weights, Value input);
+/// The offset of a row group's unsigned bytes: 128 (Q8_0), 8 (Q4_0).
+int64_t rowGroupOffset(Type element);
+/// Rows [first, first + groups * lanes) of W @ x into `init`: each group's
+/// blocks as 8 vpdpbusd of its word vectors with the input's words
+/// broadcast, one FMA per block into one f32 lane per row.
+Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight,
+                         const Int8Input &input, Value first, Value groups, Value init);
+
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit
 /// (AttentionMicrokernels.cpp).

@@ -67,6 +67,13 @@ public:
     } else if (stage == "kernels") {
       if (emulate)
         pm.addPass(mlir::quill::createCudaSplitUnits());
+      if (auto machine = CpuMachine::create({options.cpu});
+          !emulate && machine && (*machine)->hasInt8Dot() && options.int8MatMul &&
+          options.rowGroups) {
+        mlir::quill::CpuGroupWeightRowsOptions groups;
+        groups.lanes = (*machine)->hasInt8Dot512() && (*machine)->vectorWidth() >= 16 ? 16 : 8;
+        pm.addPass(mlir::quill::createCpuGroupWeightRows(groups));
+      }
       addOutlineKernels(pm, options);
     } else if (stage == "linalg") {
       if (emulate) {

@@ -299,17 +299,6 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
   return steps;
 }
 
-/// vpdpbusd(acc, unsigned weight bytes, signed input bytes) on L lanes.
-Value dot(const Int8Tiles &t, OpBuilder &b, Location loc, Value acc, Value weights, Value input) {
-  llvm::StringRef intrinsic =
-      t.lanes == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
-  Value w = vector::BitCastOp::create(b, loc, t.bytesType(b), weights);
-  Value x = vector::BitCastOp::create(b, loc, t.bytesType(b), input);
-  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(), b.getStringAttr(intrinsic),
-                                       ValueRange{acc, w, x})
-      .getResult(0);
-}
-
 /// Each token's lanes plus step `step`'s products with the group:
 /// scale_w * d_x * (sum of q_w q_x), the integer sum exact (its accumulator
 /// starts at -offset * sum(q_x), which takes the weight bytes' offset off);
@@ -339,8 +328,8 @@ SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location lo
         Value word = tensor::ExtractOp::create(
             b, loc, t.x.words,
             ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))});
-        acc32 = dot(t, b, loc, acc32, group.words[j],
-                    vector::BroadcastOp::create(b, loc, t.wordsType(b), word));
+        acc32 = int8Dot(b, loc, acc32, group.words[j],
+                        vector::BroadcastOp::create(b, loc, t.wordsType(b), word));
       }
       ints.push_back(acc32);
     }
@@ -493,55 +482,82 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   Value groupCount = arith::DivUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, count, index(b, loc, lanes - 1)), index(b, loc, lanes));
 
-  // The transposed blocks of one group: [blocks * 8, L] words, [blocks, L]
-  // scales (stack buffers).
-  Value wordBuffer = bufferization::AllocTensorOp::create(
-      b, loc, RankedTensorType::get({t.blocks * kBlockWords, lanes}, b.getI32Type()), ValueRange{});
-  Value scaleBuffer = bufferization::AllocTensorOp::create(
-      b, loc, RankedTensorType::get({t.blocks * t.floatsPerStep(), lanes}, b.getF32Type()),
-      ValueRange{});
+  // Row groups: the weight's bytes are the group blocks already, and the
+  // rows whole groups (the tiles split on them).
+  const int64_t stored = rowGroupsOf(weightType);
+  assert((!stored || stored == lanes) && "row groups of another width");
+  Value flat = stored ? flatWeightBytes(b, loc, weight) : Value();
+  if (stored)
+    groupCount = arith::DivUIOp::create(b, loc, count, index(b, loc, lanes));
+
+  // Otherwise the transposed blocks of one group: [blocks * 8, L] words,
+  // [blocks, L] scales (stack buffers).
+  SmallVector<Value> loopInit = {init};
+  if (!stored) {
+    loopInit.push_back(bufferization::AllocTensorOp::create(
+        b, loc, RankedTensorType::get({t.blocks * kBlockWords, lanes}, b.getI32Type()),
+        ValueRange{}));
+    loopInit.push_back(bufferization::AllocTensorOp::create(
+        b, loc, RankedTensorType::get({t.blocks * t.floatsPerStep(), lanes}, b.getF32Type()),
+        ValueRange{}));
+  }
 
   auto prefetch = [&](OpBuilder &nb, Location l, ArrayRef<Value> rows, Value block) {
     if (memref)
       prefetchNextRows(nb, l, memref, rows, ahead, block, format.blockBytes);
   };
+  const int64_t rowBytes = rowStorageBytes(weightType);
   auto loop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), groupCount, index(b, loc, 1),
-      ValueRange{init, wordBuffer, scaleBuffer},
+      b, loc, index(b, loc, 0), groupCount, index(b, loc, 1), loopInit,
       [&](OpBuilder &gb, Location gl, Value group, ValueRange carried) {
-        SmallVector<Value> rows = groupRows(t, gb, gl, first, group, last);
         Value column = arith::MulIOp::create(gb, gl, group, index(gb, gl, lanes));
-        // The group's blocks transposed into the buffers, once.
         const int64_t perChunk = t.stepsPerChunk(), floats = t.floatsPerStep();
-        auto write = [&](OpBuilder &nb, Location l, Value v, Value buffer, Value at) -> Value {
-          return vector::TransferWriteOp::create(nb, l, v, buffer, ValueRange{at, index(nb, l, 0)},
-                                                 ArrayRef<bool>{true})
-              .getResult();
-        };
         auto row = [&](OpBuilder &nb, Location l, Value base, int64_t per, int64_t i) -> Value {
           return arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, base, index(nb, l, per)),
                                        index(nb, l, i));
         };
-        auto repack = scf::ForOp::create(
-            gb, gl, index(gb, gl, 0), index(gb, gl, t.blocks / perChunk), index(gb, gl, 1),
-            ValueRange{carried[1], carried[2]},
-            [&](OpBuilder &nb, Location l, Value chunk, ValueRange buffers) {
-              prefetch(nb, l, rows, chunk);
-              SmallVector<GroupBlock> steps = loadGroupChunk(t, nb, l, rows, chunk);
-              Value words = buffers[0], scales = buffers[1];
-              for (int64_t s = 0; s < perChunk; ++s) {
-                Value step = row(nb, l, chunk, perChunk, s);
-                for (int64_t j = 0; j < kBlockWords; ++j)
-                  words = write(nb, l, steps[s].words[j], words, row(nb, l, step, kBlockWords, j));
-                scales = write(nb, l, steps[s].scales, scales, row(nb, l, step, floats, 0));
-                if (floats == 2)
-                  scales = write(nb, l, steps[s].second, scales, row(nb, l, step, floats, 1));
-              }
-              scf::YieldOp::create(nb, l, ValueRange{words, scales});
-            });
-        Value words = repack.getResult(0), scales = repack.getResult(1);
+        Value words, scales;
+        if (!stored) {
+          // The group's blocks transposed into the buffers, once.
+          SmallVector<Value> rows = groupRows(t, gb, gl, first, group, last);
+          auto write = [&](OpBuilder &nb, Location l, Value v, Value buffer, Value at) -> Value {
+            return vector::TransferWriteOp::create(
+                       nb, l, v, buffer, ValueRange{at, index(nb, l, 0)}, ArrayRef<bool>{true})
+                .getResult();
+          };
+          auto repack = scf::ForOp::create(
+              gb, gl, index(gb, gl, 0), index(gb, gl, t.blocks / perChunk), index(gb, gl, 1),
+              ValueRange{carried[1], carried[2]},
+              [&](OpBuilder &nb, Location l, Value chunk, ValueRange buffers) {
+                prefetch(nb, l, rows, chunk);
+                SmallVector<GroupBlock> steps = loadGroupChunk(t, nb, l, rows, chunk);
+                Value words = buffers[0], scales = buffers[1];
+                for (int64_t s = 0; s < perChunk; ++s) {
+                  Value step = row(nb, l, chunk, perChunk, s);
+                  for (int64_t j = 0; j < kBlockWords; ++j)
+                    words =
+                        write(nb, l, steps[s].words[j], words, row(nb, l, step, kBlockWords, j));
+                  scales = write(nb, l, steps[s].scales, scales, row(nb, l, step, floats, 0));
+                  if (floats == 2)
+                    scales = write(nb, l, steps[s].second, scales, row(nb, l, step, floats, 1));
+                }
+                scf::YieldOp::create(nb, l, ValueRange{words, scales});
+              });
+          words = repack.getResult(0), scales = repack.getResult(1);
+        }
+        Value groupBase =
+            stored ? arith::MulIOp::create(gb, gl, arith::AddIOp::create(gb, gl, first, column),
+                                           index(gb, gl, rowBytes))
+                         .getResult()
+                   : Value();
         auto fromBuffer = [&](OpBuilder &nb, Location l, Value step) {
           GroupBlock g;
+          if (stored) {
+            RowGroupBlock block = readRowGroupBlock(nb, l, flat, t.element, lanes, groupBase, step);
+            g.words = block.words;
+            g.scales = block.scales;
+            return SmallVector<GroupBlock>{g};
+          }
           for (int64_t j = 0; j < kBlockWords; ++j)
             g.words.push_back(readVector(
                 nb, l, words, ValueRange{row(nb, l, step, kBlockWords, j), index(nb, l, 0)}, lanes,
@@ -577,7 +593,10 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
         Value o = tokenTiles(carried[0], index(gb, gl, 0), wholeTiles, tileTokens);
         Value done = arith::MulIOp::create(gb, gl, wholeTiles, index(gb, gl, tileTokens));
         o = tokenTiles(o, done, arith::SubIOp::create(gb, gl, live, done), 1);
-        scf::YieldOp::create(gb, gl, ValueRange{o, words, scales});
+        SmallVector<Value> yielded = {o};
+        if (!stored)
+          yielded.append({words, scales});
+        scf::YieldOp::create(gb, gl, yielded);
       });
   return loop.getResult(0);
 }

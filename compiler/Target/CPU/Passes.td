@@ -101,6 +101,40 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
   ];
 }
 
+def CpuGroupWeightRows : Pass<"quill-cpu-group-weight-rows", "ModuleOp"> {
+  let summary = "Stores the Q8_0 and Q4_0 weights the int8 products read in row groups";
+  let description = [{
+    Before kernel outlining, on a CPU with `vpdpbusd`: every Q8_0 or Q4_0
+    weight matrix (a named weight or a pack, with the slices of it that
+    steps read) whose rows are whole groups of `lanes` and whose every use
+    in every step is a linear, logits or QKV projection with `q8_input`
+    gets the encoding `#quill.row_groups<lanes>`: the artifact stores each
+    group's block as the group's scales and then word vectors of its quants
+    (QuillAttrs.td), and the int8 kernels of decode, prefill and the batch
+    step read it as is. The weights' tiles then split on whole groups.
+    Others (a tied embedding's table, a width of partial groups, no int8
+    products) keep the file's layout. quill-compile --no-row-groups keeps
+    every weight in it, for A/B.
+
+    Before:
+    ```mlir
+    %w = quill.weight "l.w1" : tensor<64x64x!quill.q8_0>
+    %y = quill.linear %x, %w {q8_input} : tensor<64xf32>, tensor<64x64x!quill.q8_0> -> tensor<64xf32>
+    ```
+    After (lanes = 16):
+    ```mlir
+    %w = quill.weight "l.w1" : tensor<64x64x!quill.q8_0, #quill.row_groups<16>>
+    %y = quill.linear %x, %w {q8_input} : tensor<64xf32>,
+        tensor<64x64x!quill.q8_0, #quill.row_groups<16>> -> tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"16",
+           "Rows per group: the i32 lanes of the int8 kernels' vectors, 16 with "
+           "AVX-512 VNNI, 8 with AVX-VNNI">
+  ];
+}
+
 def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
   let summary = "Gives every dispatched kernel the runtime's uniform C ABI";
   let description = [{

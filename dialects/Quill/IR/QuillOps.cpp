@@ -5,6 +5,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::quill;
 
@@ -513,9 +515,28 @@ LogicalResult ProjectQKVOp::verify() {
   return verifyRopeFrequencies(*this, getFreqs(), headDim, getAttentionFactor());
 }
 
+namespace {
+
+/// Result elements per tile unit of a product over `weight`: a row group's
+/// (L weight rows) where it is stored so, otherwise one.
+int64_t outputsPerTileUnit(Type weight, int64_t rowsPerOutput) {
+  return std::max<int64_t>(1, rowGroupsOf(weight) / rowsPerOutput);
+}
+
+} // namespace
+
+int64_t LinearOp::getOutputsPerUnit() {
+  return outputsPerTileUnit(getWeight().getType(), getRowsPerOutput());
+}
+
+int64_t LogitsOp::getOutputsPerUnit() {
+  return outputsPerTileUnit(getWeight().getType(), getRowsPerOutput());
+}
+
 int64_t ProjectQKVOp::getRowsPerUnit() {
   std::optional<WeightFormat> format = weightFormatOf(getKeys().getType().getElementType());
-  return format && format->isBlockQuantized() ? format->blockElements : 2;
+  const int64_t rows = format && format->isBlockQuantized() ? format->blockElements : 2;
+  return std::lcm(rows, std::max<int64_t>(1, rowGroupsOf(getWeight().getType())));
 }
 
 LogicalResult AttentionPartialOp::verify() {

@@ -282,6 +282,10 @@ class Quill_MatVecOp<string mnemonic>
   let extraClassDeclaration = [{
     /// Weight rows per result element: 2 with the SwiGLU epilogue.
     int64_t getRowsPerOutput() { return getSwiglu() ? 2 : 1; }
+    /// Result elements per unit of a tile (`tile [%b, %e]` counts units):
+    /// one, or over a weight stored in row groups (#quill.row_groups<L>)
+    /// a whole group's, L / rows per output.
+    int64_t getOutputsPerUnit();
   }];
 }
 
@@ -373,7 +377,8 @@ def Quill_ProjectQKVOp : Quill_Op<"project_qkv",
       return getWeight().getType().getDimSize(0) - 2 * getKvWidth();
     }
     /// Rows per unit of a tile: a pair (rotated together), or writing a
-    /// Q8_0 cache a whole block of 32 (quantized at once).
+    /// Q8_0 cache a whole block of 32 (quantized at once); over a weight
+    /// stored in row groups, whole groups too.
     int64_t getRowsPerUnit();
   }];
 }
@@ -624,7 +629,9 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
     of the paged KV cache (offset `2 * layer` for keys, `+ 1` for values;
     bytes: one block of it); the runtime places the sections.
     `weight_encodings` names the encoding of every weight not stored as f32
-    ("q8_0", ...), so that the artifact's weights are written in it.
+    ("q8_0", ...), so that the artifact's weights are written in it, and
+    `weight_row_groups` the rows per group of those stored in row groups
+    (`#quill.row_groups`).
   }];
   let arguments = (ins StrAttr:$name, I64Attr:$scratch_bytes,
                        I64Attr:$kv_bytes, I64Attr:$weight_bytes,
@@ -634,7 +641,8 @@ def Quill_ScheduleOp : Quill_Op<"schedule", [NoTerminator, SingleBlock]> {
                                     "packed weights">>:$weight_packs,
                        OptionalAttr<TypedArrayAttrBase<Quill_BindingAttr,
                                     "step inputs">>:$inputs,
-                       OptionalAttr<DictionaryAttr>:$weight_encodings);
+                       OptionalAttr<DictionaryAttr>:$weight_encodings,
+                       OptionalAttr<DictionaryAttr>:$weight_row_groups);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$name attr-dict-with-keyword $body";
 }

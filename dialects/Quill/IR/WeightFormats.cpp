@@ -48,6 +48,12 @@ Type weightElementType(MLIRContext *ctx, llvm::StringRef name) {
   return {};
 }
 
+int64_t rowGroupsOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto groups = tensor ? dyn_cast_or_null<RowGroupsAttr>(tensor.getEncoding()) : RowGroupsAttr();
+  return groups ? groups.getLanes() : 0;
+}
+
 bool isBlockQuantized(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)

@@ -30,6 +30,10 @@ Type weightElementType(MLIRContext *ctx, llvm::StringRef name);
 /// Whether `type` is a weight matrix of GGUF blocks.
 bool isBlockQuantized(Type type);
 
+/// The rows per group of a weight stored in row groups
+/// (`#quill.row_groups<L>` as its encoding): L, or 0 for the plain layout.
+int64_t rowGroupsOf(Type type);
+
 /// Bytes one row of `type` ([rows, columns] or [columns]) takes; its
 /// columns must be whole blocks.
 int64_t rowStorageBytes(RankedTensorType type);

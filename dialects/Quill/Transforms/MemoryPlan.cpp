@@ -86,9 +86,9 @@ LogicalResult planMemory(func::FuncOp step, MemoryPlan &plan) {
       }
       auto [it, inserted] = plan.packOffsets.try_emplace(key, plan.weightBytes);
       if (inserted) {
-        plan.packs.push_back(WeightPackAttr::get(ctx, plan.weightBytes,
-                                                 concat.getInterleave() ? "interleave" : "concat",
-                                                 ArrayAttr::get(ctx, parts), scale));
+        plan.packs.push_back(WeightPackAttr::get(
+            ctx, plan.weightBytes, concat.getInterleave() ? "interleave" : "concat",
+            ArrayAttr::get(ctx, parts), scale, rowGroupsOf(concat.getType())));
         plan.weightBytes += alignUp(byteSize(concat.getType()));
       }
       bind(concat, "weights", it->second);

@@ -57,12 +57,16 @@ void OutlineKernelsPass::runOnOperation() {
   for (auto &entry : plan.weights)
     offsets.emplace_back(StringAttr::get(ctx, entry.getKey()),
                          IntegerAttr::get(IntegerType::get(ctx, 64), entry.getValue().first));
+  SmallVector<NamedAttribute> rowGroups; // Of the named weights stored in row groups.
   for (auto &entry : plan.weightTypes) {
     WeightFormat format =
         *weightFormatOf(cast<RankedTensorType>(entry.getValue()).getElementType());
     if (format.name != "f32")
       encodings.emplace_back(StringAttr::get(ctx, entry.getKey()),
                              StringAttr::get(ctx, format.name));
+    if (int64_t lanes = rowGroupsOf(entry.getValue()))
+      rowGroups.emplace_back(StringAttr::get(ctx, entry.getKey()),
+                             IntegerAttr::get(IntegerType::get(ctx, 64), lanes));
   }
   SymbolTable symbols(module);
   llvm::StringMap<std::string> kernelsByKey;
@@ -116,7 +120,8 @@ void OutlineKernelsPass::runOnOperation() {
         DictionaryAttr::get(ctx, offsets),
         plan.packs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, plan.packs),
         stepInputs.empty() ? ArrayAttr() : ArrayAttr::get(ctx, stepInputs),
-        encodings.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, encodings));
+        encodings.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, encodings),
+        rowGroups.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, rowGroups));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling, writes] : launches)
       DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,

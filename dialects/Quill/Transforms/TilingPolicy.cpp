@@ -36,10 +36,15 @@ Tiling tilingOf(Operation *op, int64_t matvecGrain) {
     int64_t rows = resultType.getDimSize(resultType.getRank() - 1);
     // A QKV projection rotates pairs of rows (and quantizes blocks of a
     // Q8_0 cache): its unit is a pair (or block), so no split of the work
-    // (threads, GPU threads) can separate one.
+    // (threads, GPU threads) can separate one. A weight stored in row
+    // groups is read a whole group at a time: a unit holds whole groups.
     int64_t perUnit = 1;
     if (auto project = dyn_cast<ProjectQKVOp>(op))
       perUnit = project.getRowsPerUnit();
+    else if (auto linear = dyn_cast<LinearOp>(op))
+      perUnit = linear.getOutputsPerUnit();
+    else
+      perUnit = cast<LogitsOp>(op).getOutputsPerUnit();
     tiling.work = rows / perUnit;
     tiling.grain = std::max<int64_t>(1, std::min(matvecGrain, rows) / perUnit);
     tiling.rowsPerUnit = perUnit;

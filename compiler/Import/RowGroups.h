@@ -1,0 +1,20 @@
+// The row-group layout of a Q8_0 or Q4_0 weight (#quill.row_groups in
+// QuillAttrs.td), made from the file's rows when the artifact is written.
+#pragma once
+
+#include "compiler/Import/TensorConversion.h"
+#include "runtime/support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace quill {
+
+/// `rows` rows of `encoding` (Q8_0 or Q4_0) blocks in `bytes`, rearranged
+/// in place into groups of `lanes` rows: per block of a group, the rows'
+/// f16 scales, then each 4-byte word of the quants for every row (Q8_0's
+/// sign bits flipped). `rows` must be whole groups.
+Status groupWeightRows(std::vector<uint8_t> &bytes, SourceDType encoding, uint64_t rows,
+                       int64_t lanes);
+
+} // namespace quill

@@ -1,0 +1,52 @@
+// The int8 products over weights stored in row groups
+// (#quill.row_groups<16>): decode and prefill read a group's block as its
+// 16 f16 scales and 8 (Q8_0) or 4 (Q4_0, nibbles split in registers) word
+// vectors straight from the weight's bytes, with no transposes, no stack
+// buffer and no horizontal sums: 8 vpdpbusd per block with the input word
+// broadcast, the accumulator started at -offset x the input block's sum,
+// one FMA into one f32 lane per row, and the group's 16 lanes written as
+// 16 outputs.
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true int8-dot-512=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+
+// Decode: tiles of whole groups (tile [%b, %e] holds multiples of 16).
+// CHECK-LABEL: func.func @q8_0_decode
+// CHECK: arith.divui %{{.*}}, %c16 : index
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<32x68xi8> into tensor<2176xi8>
+// CHECK: scf.for {{.*}} -> (tensor<?xf32>)
+// CHECK: scf.for {{.*}} -> (vector<16xf32>)
+// CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<16xf16>
+// CHECK: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+// CHECK-COUNT-8: vector.transfer_read %{{.*}} : tensor<2176xi8>, vector<64xi8>
+// CHECK-NOT: arith.xori
+// CHECK: arith.muli %{{.*}}, %c-128_i32 : i32
+// CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.fma
+// CHECK-NOT: vector.reduction
+// CHECK: vector.transfer_write %{{.*}} : vector<16xf32>, tensor<?xf32>
+func.func @q8_0_decode(%x: tensor<64xf32>, %bytes: tensor<32x68xi8>, %b: index, %e: index) -> tensor<?xf32> {
+  %w = quill.weight_view %bytes : tensor<32x68xi8> -> tensor<32x64x!quill.q8_0, #quill.row_groups<16>>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<32x64x!quill.q8_0, #quill.row_groups<16>> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// Prefill: no transposing buffer; tiles of 4 tokens read the group's
+// blocks from the weight; Q4_0's packed words split into low and high
+// nibbles (offset 8).
+// CHECK-LABEL: func.func @q4_0_prefill
+// CHECK-NOT: tensor<16x16xi32>
+// CHECK: scf.for {{.*}} -> (tensor<8x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: vector.transfer_read %{{.*}} : tensor<1152xi8>, vector<64xi8>
+// CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK: arith.shrui %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK: arith.muli %{{.*}}, %c-8_i32 : i32
+// CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK-NOT: vector.shuffle
+func.func @q4_0_prefill(%x: tensor<8x64xf32>, %bytes: tensor<32x36xi8>) -> tensor<8x32xf32> {
+  %w = quill.weight_view %bytes : tensor<32x36xi8> -> tensor<32x64x!quill.q4_0, #quill.row_groups<16>>
+  %y = quill.linear %x, %w {q8_input} : tensor<8x64xf32>, tensor<32x64x!quill.q4_0, #quill.row_groups<16>> -> tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
