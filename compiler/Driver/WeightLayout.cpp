@@ -169,23 +169,31 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
         }
       }
       // The pack's rows: its parts one after another, or row r of part i
-      // as row r * parts + i.
-      std::vector<uint8_t> packed;
+      // as row r * parts + i. Assembled in memory only to be regrouped.
       const uint64_t rowBytes = parts.front().size() / rows;
+      std::vector<uint8_t> packed;
+      auto emit = [&](const uint8_t *data, uint64_t n) {
+        if (p.pack->rowGroups) {
+          packed.insert(packed.end(), data, data + n);
+        } else {
+          sink(data, n);
+          at += n;
+        }
+      };
       if (!p.pack->interleave) {
         for (const auto &part : parts)
-          packed.insert(packed.end(), part.begin(), part.end());
+          emit(part.data(), part.size());
       } else {
         for (uint64_t r = 0; r < rows; ++r)
           for (const auto &part : parts)
-            packed.insert(packed.end(), part.begin() + r * rowBytes,
-                          part.begin() + (r + 1) * rowBytes);
+            emit(part.data() + r * rowBytes, rowBytes);
       }
-      if (p.pack->rowGroups)
-        if (Status s = groupWeightRows(packed, encodingOf(plan, first), packed.size() / rowBytes,
-                                       p.pack->rowGroups);
-            !s)
-          return Status::error("weight '" + first + "': " + s.message());
+      if (!p.pack->rowGroups)
+        continue;
+      if (Status s = groupWeightRows(packed, encodingOf(plan, first), packed.size() / rowBytes,
+                                     p.pack->rowGroups);
+          !s)
+        return Status::error("weight '" + first + "': " + s.message());
       write(packed);
     }
     padTo(plan.schedule.weightBytes);

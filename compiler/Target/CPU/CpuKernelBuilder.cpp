@@ -120,7 +120,7 @@ Value CpuKernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, V
                                      OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                      Value init) const {
   if (options_.int8Dot && options_.int8MatMul && fitsInt8MatMul(weight.getType()))
-    return int8DotMatMul(b, loc, options_.int8Dot512 && options_.vectorWidth >= 16 ? 16 : 8, weight,
+    return int8DotMatMul(b, loc, int8GroupLanes(options_.int8Dot512, options_.vectorWidth), weight,
                          input, firstRow, rows, liveRows, init);
   // The live token rows rounded in vector registers (the neutral form's
   // scalar loops cost a tenth of a prefill), then the decoding matmul: a

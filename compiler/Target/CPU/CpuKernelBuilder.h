@@ -172,6 +172,11 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
 /// Whether int8DotMatMul takes weights of `weightType`: Q8_0 or Q4_0 rows
 /// of whole blocks, Q4_K or Q6_K rows of whole super-blocks.
 bool fitsInt8MatMul(Type weightType);
+/// Weight rows per group of the int8 matmuls and of the row-group layout:
+/// 16 i32 lanes with 512-bit vpdpbusd and 16-wide vectors, else 8.
+inline int64_t int8GroupLanes(bool int8Dot512, int64_t vectorWidth) {
+  return int8Dot512 && vectorWidth >= 16 ? 16 : 8;
+}
 /// X[T, K] (its first min(liveRows, T) rows, or all) times rows [firstRow,
 /// firstRow + rows) of a Q8_0, Q4_0, Q4_K or Q6_K W into `init` ([T,
 /// rows]), the token rows rounded to Q8_0 blocks, as int8 dot products over

@@ -2,6 +2,7 @@
 // LLVM dialect, LLVM IR and host machine code, linked into a shared object.
 // With --emulate-cuda-kernels it borrows the CUDA target's kernel passes so
 // that the GPU's kernel semantics run (and are tested) on the CPU.
+#include "compiler/Target/CPU/CpuKernelBuilder.h"
 #include "compiler/Target/CPU/CpuMachine.h"
 #include "compiler/Target/CPU/Passes.h"
 #include "compiler/Target/CUDA/Passes.h"
@@ -71,7 +72,8 @@ public:
           !emulate && machine && (*machine)->hasInt8Dot() && options.int8MatMul &&
           options.rowGroups) {
         mlir::quill::CpuGroupWeightRowsOptions groups;
-        groups.lanes = (*machine)->hasInt8Dot512() && (*machine)->vectorWidth() >= 16 ? 16 : 8;
+        groups.lanes =
+            mlir::quill::int8GroupLanes((*machine)->hasInt8Dot512(), (*machine)->vectorWidth());
         pm.addPass(mlir::quill::createCpuGroupWeightRows(groups));
       }
       addOutlineKernels(pm, options);
