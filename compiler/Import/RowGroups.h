@@ -1,5 +1,6 @@
-// The row-group layout of a Q8_0 or Q4_0 weight (#quill.row_groups in
-// QuillAttrs.td), made from the file's rows when the artifact is written.
+// The row-group layout of a Q8_0, Q4_0, Q4_K or Q6_K weight
+// (#quill.row_groups in QuillAttrs.td), made from the file's rows when the
+// artifact is written.
 #pragma once
 
 #include "compiler/Import/TensorConversion.h"
@@ -10,10 +11,11 @@
 
 namespace quill {
 
-/// `rows` rows of `encoding` (Q8_0 or Q4_0) blocks in `bytes`, rearranged
-/// in place into groups of `lanes` rows: per block of a group, the rows'
-/// f16 scales, then each 4-byte word of the quants for every row (Q8_0's
-/// sign bits flipped). `rows` must be whole groups.
+/// `rows` rows of `encoding` (Q8_0, Q4_0, Q4_K or Q6_K) blocks in `bytes`,
+/// rearranged in place into groups of `lanes` rows: per block of a group,
+/// the rows' f16 scales (Q8_0, Q4_0: the block's first two bytes; Q6_K: its
+/// last two; Q4_K: none), then each 4-byte word of the rest of the block
+/// for every row (Q8_0's sign bits flipped). `rows` must be whole groups.
 Status groupWeightRows(std::vector<uint8_t> &bytes, SourceDType encoding, uint64_t rows,
                        int64_t lanes);
 

@@ -110,14 +110,14 @@ TEST(FileEncodings, ABatchOfOneSumsAsTheTilesOverTwoPanels) {
 }
 
 TEST(FileEncodings, RowGroupsAndFileRowsBothMatchTheReference) {
-  // On a CPU with AVX-512 VNNI the int8 kernels read Q8_0 and Q4_0 weights
-  // stored in row groups (the default: StepsMatchTheReferenceOnTheStoredValues);
+  // On a CPU with AVX-512 VNNI the int8 kernels read Q8_0, Q4_0, Q4_K and
+  // Q6_K weights stored in row groups (the default: StepsMatchTheReferenceOnTheStoredValues);
   // --no-row-groups keeps the file's rows, which the kernels transpose per
   // call. Both must give the oracle's logits; the default must really
   // have grouped the weights (and the A/B flag not).
   if (!cpuHasFlag("avx512_vnni"))
     GTEST_SKIP() << "this CPU lacks AVX-512 VNNI: no 16-row groups to compare";
-  for (const char *type : {"Q8_0", "Q4_0"}) {
+  for (const char *type : {"Q8_0", "Q4_0", "Q4_K", "Q6_K"}) {
     std::string name = std::string("file-rows-") + type;
     auto [c, model, reference] = encodedModel(name, type, false, 41);
     const std::string flags = "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4";

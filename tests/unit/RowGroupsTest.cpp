@@ -1,7 +1,8 @@
 // Row groups (RowGroups.h): a reader written here from the layout that
 // #quill.row_groups documents (QuillAttrs.td) must find every element of
 // the rearranged weight equal to the file's block dequantized by the GGUF
-// formulas (convertToFloat), for Q8_0 and Q4_0 and groups of 8 and 16.
+// formulas (convertToFloat), for Q8_0, Q4_0, Q4_K and Q6_K and groups of
+// 8 and 16. The K-quants' rules are written here from the GGUF format.
 #include "compiler/Import/RowGroups.h"
 #include "compiler/Import/Quantize.h"
 
@@ -14,7 +15,8 @@ using namespace quill;
 
 namespace {
 
-constexpr int64_t kBlock = 32; // Elements per Q8_0 / Q4_0 block.
+constexpr int64_t kBlock = 32;  // Elements per Q8_0 / Q4_0 block.
+constexpr int64_t kSuper = 256; // Elements per Q4_K / Q6_K super-block.
 
 std::vector<uint8_t> quantizedRows(SourceDType type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -40,21 +42,57 @@ float halfToFloat(uint16_t h) {
 /// documentation lays it out.
 float groupedElement(const std::vector<uint8_t> &grouped, SourceDType type, int64_t cols,
                      int64_t lanes, int64_t row, int64_t col) {
-  const bool q8 = type == SourceDType::Q8_0;
-  const int64_t block = q8 ? 34 : 18, rowBytes = cols / kBlock * block;
-  const int64_t group = row / lanes, lane = row % lanes, b = col / kBlock, i = col % kBlock;
+  const bool kQuant = type == SourceDType::Q4_K || type == SourceDType::Q6_K;
+  const int64_t elements = kQuant ? kSuper : kBlock;
+  const int64_t block = type == SourceDType::Q8_0   ? 34
+                        : type == SourceDType::Q4_0 ? 18
+                        : type == SourceDType::Q4_K ? 144
+                                                    : 210;
+  const int64_t halves = type == SourceDType::Q4_K ? 0 : 2; // Bytes of the f16 scale.
+  const int64_t rowBytes = cols / elements * block;
+  const int64_t group = row / lanes, lane = row % lanes, b = col / elements, i = col % elements;
   const uint8_t *base = grouped.data() + group * lanes * rowBytes + b * lanes * block;
-  const uint16_t scaleBits = uint16_t(base[2 * lane] | (base[2 * lane + 1] << 8));
-  // Byte m of the block's quants: word m / 4 of row `lane`, byte m % 4.
-  auto quantByte = [&](int64_t m) {
-    return base[2 * lanes + ((m / 4) * lanes + lane) * 4 + m % 4];
+  // Byte m of the block's words: word m / 4 of row `lane`, byte m % 4.
+  auto byte = [&](int64_t m) {
+    return base[halves * lanes + ((m / 4) * lanes + lane) * 4 + m % 4];
   };
-  int q;
-  if (q8)
-    q = int(int8_t(quantByte(i) ^ 0x80));
-  else
-    q = (i < 16 ? (quantByte(i) & 0x0F) : (quantByte(i - 16) >> 4)) - 8;
-  return halfToFloat(scaleBits) * float(q);
+  auto half = [&](uint8_t low, uint8_t high) { return halfToFloat(uint16_t(low | (high << 8))); };
+  if (type == SourceDType::Q8_0 || type == SourceDType::Q4_0) {
+    const float d = half(base[2 * lane], base[2 * lane + 1]);
+    int q;
+    if (type == SourceDType::Q8_0)
+      q = int(int8_t(byte(i) ^ 0x80));
+    else
+      q = (i < 16 ? (byte(i) & 0x0F) : (byte(i - 16) >> 4)) - 8;
+    return d * float(q);
+  }
+  if (type == SourceDType::Q4_K) {
+    // d, dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles:
+    // sub-block s (32 weights) is the low (s even) or high nibbles of
+    // bytes 32 * (s / 2) ...
+    const float d = half(byte(0), byte(1)), dmin = half(byte(2), byte(3));
+    auto q = [&](int64_t k) { return byte(4 + k); }; // The scale bytes.
+    const int64_t s = i / 32, l = i % 32;
+    int sc, m;
+    if (s < 4) {
+      sc = q(s) & 63;
+      m = q(s + 4) & 63;
+    } else {
+      sc = (q(s + 4) & 0x0F) | ((q(s - 4) >> 6) << 4);
+      m = (q(s + 4) >> 4) | ((q(s) >> 6) << 4);
+    }
+    const uint8_t packed = byte(16 + 32 * (s / 2) + l);
+    const int nibble = s % 2 ? packed >> 4 : packed & 0x0F;
+    return d * float(sc) * float(nibble) - dmin * float(m);
+  }
+  // Q6_K: ql[128], qh[64], 16 int8 scales, then d (stored first here).
+  const float d = half(base[2 * lane], base[2 * lane + 1]);
+  const int64_t h = i / 128, quarter = (i % 128) / 32, l = i % 32;
+  const uint8_t low = byte(64 * h + 32 * (quarter % 2) + l);
+  const int nibble = quarter / 2 ? low >> 4 : low & 0x0F;
+  const int top = (byte(128 + 32 * h + l) >> (2 * quarter)) & 3;
+  const int scale = int(int8_t(byte(192 + 8 * h + l / 16 + 2 * quarter)));
+  return d * float(scale) * float((nibble | (top << 4)) - 32);
 }
 
 void expectSameWeight(SourceDType type, int64_t rows, int64_t cols, int64_t lanes) {
@@ -74,14 +112,16 @@ void expectSameWeight(SourceDType type, int64_t rows, int64_t cols, int64_t lane
 
 } // namespace
 
-TEST(RowGroups, Q8_0ReadsBackAsTheFileDequantizes) {
-  expectSameWeight(SourceDType::Q8_0, 48, 96, 16);
-  expectSameWeight(SourceDType::Q8_0, 48, 96, 8);
-}
-
-TEST(RowGroups, Q4_0ReadsBackAsTheFileDequantizes) {
-  expectSameWeight(SourceDType::Q4_0, 32, 128, 16);
-  expectSameWeight(SourceDType::Q4_0, 24, 64, 8);
+TEST(RowGroups, EveryTypeReadsBackAsTheFileDequantizes) {
+  struct Case {
+    SourceDType type;
+    int64_t rows, cols, lanes;
+  };
+  for (const Case &c : {Case{SourceDType::Q8_0, 48, 96, 16}, Case{SourceDType::Q8_0, 48, 96, 8},
+                        Case{SourceDType::Q4_0, 32, 128, 16}, Case{SourceDType::Q4_0, 24, 64, 8},
+                        Case{SourceDType::Q4_K, 32, 512, 16}, Case{SourceDType::Q4_K, 16, 256, 8},
+                        Case{SourceDType::Q6_K, 32, 512, 16}, Case{SourceDType::Q6_K, 16, 256, 8}})
+    expectSameWeight(c.type, c.rows, c.cols, c.lanes);
 }
 
 TEST(RowGroups, ScalesOfAGroupComeFirstInEachBlock) {
@@ -107,7 +147,7 @@ TEST(RowGroups, ScalesOfAGroupComeFirstInEachBlock) {
 TEST(RowGroups, RefusesWhatItCannotGroup) {
   std::vector<uint8_t> bytes(3 * 34);
   EXPECT_FALSE(groupWeightRows(bytes, SourceDType::Q8_0, 3, 2).isOk()); // 3 rows, groups of 2.
-  EXPECT_FALSE(groupWeightRows(bytes, SourceDType::Q4_K, 3, 1).isOk()); // Not Q8_0 / Q4_0.
+  EXPECT_FALSE(groupWeightRows(bytes, SourceDType::F16, 3, 1).isOk());  // Not a block type.
   std::vector<uint8_t> ragged(2 * 35);
   EXPECT_FALSE(groupWeightRows(ragged, SourceDType::Q8_0, 2, 2).isOk()); // Not whole blocks.
 }

@@ -108,8 +108,8 @@ struct Flags {
       cl::cat(category)};
   cl::opt<bool> noRowGroups{
       "no-row-groups",
-      cl::desc("Q8_0 and Q4_0 weights keep the file's row layout instead of the row groups the "
-               "CPU's int8 kernels read without transposes, for A/B comparisons"),
+      cl::desc("Q8_0, Q4_0, Q4_K and Q6_K weights keep the file's row layout instead of the row "
+               "groups the CPU's int8 kernels read without transposes, for A/B comparisons"),
       cl::cat(category)};
   cl::opt<bool> noWeightSharing{
       "no-weight-sharing",

@@ -130,6 +130,9 @@ Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value ba
 /// (prefetchDistance gives a distance far enough ahead for short rows.)
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements);
+/// How far ahead of its reads a kernel streaming a weight prefetches it:
+/// as many bytes in flight as DRAM's latency needs.
+constexpr int64_t kPrefetchAheadBytes = 8 << 10;
 /// How many rows ahead a matrix-vector product over rows of `rowBytes`,
 /// `rowBlock` at a time, prefetches: whole row blocks, at least 8 KiB
 /// ahead, so that short rows (a few hundred bytes of blocks) keep as many
@@ -190,22 +193,91 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
 /// products (Int8RowGroups.cpp).
 /// Its bytes as one [rows * row bytes] tensor: a group is contiguous.
 Value flatWeightBytes(OpBuilder &b, Location loc, Value weight);
-/// One block (32 columns) of a group of `lanes` rows.
+/// The same bytes as a memref to prefetch from, or null where the weight
+/// is no buffer.
+Value flatWeightBuffer(OpBuilder &b, Location loc, Value weight);
+/// One step (32 columns) of a group of `lanes` rows: a Q8_0 or Q4_0 block,
+/// a K-quant's sub-block.
 struct RowGroupBlock {
   SmallVector<Value> words; ///< 8 vector<lanes x i32>: lane r, row r's unsigned bytes.
-  Value scales;             ///< vector<lanes x f32>: each row's block scale.
+  Value scales;             ///< vector<lanes x f32>: each row's scale (Q6_K: of words 0-3).
+  Value second;             ///< Q4_K: each row's dmin * min; Q6_K: the scale of words 4-7.
 };
-/// Block `step` of the group whose bytes start at `groupBase` of `flat`.
-RowGroupBlock readRowGroupBlock(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
-                                Value groupBase, Value step);
+/// Steps a chunk of a row holds: a block (1), a K-quant super-block (8).
+int64_t rowGroupStepsPerChunk(Type element);
+/// The (step, word) pairs of a chunk in the order its weight words lie.
+SmallVector<std::pair<int64_t, int64_t>> rowGroupWordOrder(Type element);
+/// Chunk `chunk` of the group whose bytes start at `groupBase` of `flat`,
+/// read on demand: each of its words is loaded at its first use and
+/// decoded where asked, so that a kernel which takes the steps' words in
+/// the order it multiplies them keeps few vectors live.
+class RowGroupChunk {
+public:
+  /// With `prefetch` (flatWeightBuffer), each load of a cache line
+  /// prefetches the line kPrefetchAheadBytes further on.
+  RowGroupChunk(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
+                Value groupBase, Value chunk, Value prefetch = Value());
+  int64_t steps() const;
+  /// Word j (0-7) of step s: lane r, row r's four unsigned bytes.
+  Value word(int64_t s, int64_t j);
+  /// Step s's scales (Q6_K: of words 0-3).
+  Value scales(int64_t s);
+  /// Q4_K: step s's dmin * min; Q6_K: the scales of words 4-7; else null.
+  Value second(int64_t s);
+  /// All of step s.
+  RowGroupBlock block(int64_t s);
+  /// Loads every word of the chunk now (the loads in flight together).
+  void loadAll();
+
+private:
+  Value bytesAt(int64_t offset, int64_t n);
+  Value raw(int64_t j);
+  Value halfScales();
+  void readScales(int64_t s);
+
+  OpBuilder &b;
+  Location loc;
+  Value flat;
+  Type element;
+  int64_t lanes;
+  Value at, prefetch;
+  llvm::DenseMap<int64_t, Value> rawWords;
+  Value halves;
+  SmallVector<Value> scaleVectors, secondVectors;
+};
 /// vpdpbusd(acc, unsigned weight bytes, signed input bytes) on the i32
 /// lanes of `acc` (8 or 16).
 Value int8Dot(OpBuilder &b, Location loc, Value acc, Value weights, Value input);
-/// The offset of a row group's unsigned bytes: 128 (Q8_0), 8 (Q4_0).
-int64_t rowGroupOffset(Type element);
+/// The offset of the unsigned bytes the int8 products multiply: 128
+/// (Q8_0's flipped sign bits), 8 (Q4_0), 32 (Q6_K), 0 (Q4_K, whose minimum
+/// is a term of its own).
+int64_t int8WeightOffset(Type element);
+/// One step's input: a block of 32 values rounded to Q8_0.
+struct Int8StepInput {
+  SmallVector<Value> words; ///< 8 i32: the int8 values, four to a word.
+  Value scale;              ///< f32: the block's d.
+  Value halfSums[2];        ///< i32: the sums of the values of each half.
+};
+/// The integer sums of a step's products, in `runs` independent runs of
+/// vpdpbusd (Q6_K: always its two halves): their starting values, -offset
+/// * sum(q_x) (which takes the weight bytes' offset off exactly) in the
+/// first run (Q6_K: -32 * each half's sum), 0 in the others.
+SmallVector<Value> startGroupSums(OpBuilder &b, Location loc, Type element, const Int8StepInput &x,
+                                  int64_t lanes, int64_t runs);
+/// Which run word j (0-7) of a step adds to.
+int64_t groupSumRun(Type element, int64_t j, int64_t runs);
+/// `lanes` (vector<L x f32>, a row per lane) plus the step whose integer
+/// sums are `ints`: scale_w * d_x * (q_w . q_x); Q4_K then takes off dmin
+/// * min * d_x * sum(q_x), Q6_K adds its halves apart.
+Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Value second,
+                      ArrayRef<Value> ints, const Int8StepInput &x, Value lanes);
+/// One step whole: startGroupSums, the 8 words, finishGroupStep.
+Value accumulateGroupStep(OpBuilder &b, Location loc, Type element, const RowGroupBlock &block,
+                          const Int8StepInput &x, Value lanes, int64_t runs);
 /// Rows [first, first + groups * lanes) of W @ x into `init`: each group's
-/// blocks as 8 vpdpbusd of its word vectors with the input's words
-/// broadcast, one FMA per block into one f32 lane per row.
+/// steps as vpdpbusd of its word vectors with the input's words
+/// broadcast, one FMA per step (two for Q4_K and Q6_K) into one f32 lane
+/// per row.
 Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight,
                          const Int8Input &input, Value first, Value groups, Value init);
 

@@ -1,12 +1,13 @@
-// quill-cpu-group-weight-rows: the Q8_0 and Q4_0 weights that only the
-// int8 products read get the row-group layout (#quill.row_groups<L>), in
-// which a block of L rows is L scales and then whole vectors of their
-// quants: decode, prefill and the batch step read it without transposes
-// or horizontal sums, from the one copy the artifact holds.
+// quill-cpu-group-weight-rows: the Q8_0, Q4_0, Q4_K and Q6_K weights that
+// only the int8 products read get the row-group layout
+// (#quill.row_groups<L>), in which a block of L rows is their f16 scales
+// and then whole vectors of the rest of their blocks' words: decode, prefill and the batch step
+// read it without transposes or horizontal sums, from the one copy the artifact holds.
 //
 // A weight's layout is one for the whole artifact, so it is decided per
 // stored weight (a named weight, or a pack) over every step: grouped only
 // where every use in every step takes it that way.
+#include "compiler/Target/CPU/CpuKernelBuilder.h"
 #include "compiler/Target/CPU/Passes.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
@@ -40,11 +41,13 @@ std::string storedWeightKey(Operation *op) {
   return key;
 }
 
-/// Whether `type` is a Q8_0 or Q4_0 matrix of whole groups of `lanes` rows.
+/// Whether `type` is a matrix the int8 products take (fitsInt8Dot) of
+/// whole groups of `lanes` rows.
 bool groupable(Type type, int64_t lanes) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.getRank() == 2 && isa<Q8_0Type, Q4_0Type>(tensor.getElementType()) &&
-         tensor.getDimSize(0) % lanes == 0 && !tensor.getEncoding();
+  return tensor && tensor.getRank() == 2 &&
+         isa<Q8_0Type, Q4_0Type, Q4_KType, Q6_KType>(tensor.getElementType()) &&
+         fitsInt8Dot(tensor) && tensor.getDimSize(0) % lanes == 0 && !tensor.getEncoding();
 }
 
 /// Whether `weight` is read by anything but the packs that copy it.

@@ -34,6 +34,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <functional>
+#include <memory>
 
 namespace mlir::quill {
 
@@ -47,13 +48,6 @@ struct Int8Rows {
   Value words;    ///< tensor<T x K/4 x i32>: the int8 values, four to a word.
   Value scales;   ///< tensor<T x K/32 x f32>: each block's d.
   Value halfSums; ///< tensor<T x K/16 x i32>: the sums of the values of each half block.
-};
-
-/// One step (32 weights) of a group's rows, transposed.
-struct GroupBlock {
-  SmallVector<Value> words; ///< kBlockWords vector<L x i32>: lane r, row r's bytes.
-  Value scales;             ///< vector<L x f32>: each row's scale (Q6_K: of words 0-3).
-  Value second;             ///< Q4_K: each row's minimum; Q6_K: the scale of words 4-7.
 };
 
 /// What a group's kernel needs besides the group.
@@ -71,15 +65,6 @@ struct Int8Tiles {
   VectorType wordsType(OpBuilder &nb) const { return VectorType::get({lanes}, nb.getI32Type()); }
   VectorType bytesType(OpBuilder &nb) const { return VectorType::get({4 * lanes}, nb.getI8Type()); }
   VectorType floatsType(OpBuilder &nb) const { return VectorType::get({lanes}, nb.getF32Type()); }
-  /// The weight bytes' offset: 128 for Q8_0's flipped sign bits, 8 for
-  /// Q4_0, 32 for Q6_K; Q4_K's minimum is a term of its own.
-  int64_t offset() const {
-    if (isa<Q8_0Type>(element))
-      return 128;
-    if (isa<Q4_0Type>(element))
-      return 8;
-    return isa<Q6_KType>(element) ? 32 : 0;
-  }
   bool kQuant() const { return isa<Q4_KType, Q6_KType>(element); }
   /// Steps read together: a block, or a K-quant super-block's 8.
   int64_t stepsPerChunk() const { return kQuant() ? 8 : 1; }
@@ -188,8 +173,8 @@ Value asWords(OpBuilder &b, Location loc, Value bytes) {
 
 /// Steps [chunk * stepsPerChunk, ...) of the group's rows `rows`, read from
 /// the weight's bytes and transposed in registers.
-SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Location loc,
-                                       ArrayRef<Value> rows, Value chunk) {
+SmallVector<RowGroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Location loc,
+                                          ArrayRef<Value> rows, Value chunk) {
   const WeightFormat format = *weightFormatOf(t.element);
   Value base = arith::MulIOp::create(b, loc, chunk, t.index(b, loc, format.blockBytes));
   auto splat = [&](int32_t v) -> Value {
@@ -233,7 +218,7 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
 
   if (isa<Q8_0Type>(t.element)) {
     // q + 128: the sign bits flipped, four bytes at a time.
-    GroupBlock g;
+    RowGroupBlock g;
     for (Value w : transposedBytes(2, kQ8Block))
       g.words.push_back(arith::XOrIOp::create(b, loc, w, splat(int32_t(0x80808080u))));
     g.scales = blockScales(0);
@@ -242,7 +227,7 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
   if (isa<Q4_0Type>(t.element)) {
     // Byte j holds weight j (low nibble) and j + 16 (high nibble): the low
     // nibbles meet input words 0-3, the high ones words 4-7.
-    GroupBlock g;
+    RowGroupBlock g;
     SmallVector<Value> packed = transposedBytes(2, kQ8Block / 2);
     for (Value w : packed)
       g.words.push_back(andW(w, 0x0F0F0F0F));
@@ -251,7 +236,7 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
     g.scales = blockScales(0);
     return {g};
   }
-  SmallVector<GroupBlock> steps(8);
+  SmallVector<RowGroupBlock> steps(8);
   if (isa<Q4_KType>(t.element)) {
     // 64 weights per 32 bytes: sub-block 2c the low nibbles, 2c + 1 the
     // high ones; d * scale and dmin * min per sub-block and row.
@@ -285,7 +270,7 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
                                 transposedBytes(64 * half + 32, 32)};
     SmallVector<Value> qh = transposedBytes(128 + 32 * half, 32);
     for (int64_t quarter = 0; quarter < 4; ++quarter) {
-      GroupBlock &g = steps[4 * half + quarter];
+      RowGroupBlock &g = steps[4 * half + quarter];
       for (int64_t j = 0; j < kBlockWords; ++j) {
         Value low = andW(shrW(ql[quarter % 2][j], 4 * (quarter / 2)), 0x0F0F0F0F);
         Value top =
@@ -299,77 +284,50 @@ SmallVector<GroupBlock> loadGroupChunk(const Int8Tiles &t, OpBuilder &b, Locatio
   return steps;
 }
 
-/// Each token's lanes plus step `step`'s products with the group:
-/// scale_w * d_x * (sum of q_w q_x), the integer sum exact (its accumulator
-/// starts at -offset * sum(q_x), which takes the weight bytes' offset off);
-/// Q4_K then takes off min_w * d_x * sum(q_x), Q6_K sums its halves apart.
+/// Each token's lanes plus step `step`'s products with the group
+/// (accumulateGroupStep, Int8RowGroups.cpp).
 SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location loc,
-                                   const GroupBlock &group, ArrayRef<Value> tokens, Value step,
+                                   const RowGroupBlock &group, ArrayRef<Value> tokens, Value step,
                                    ValueRange acc) {
   SmallVector<Value> next;
   Value firstWord = arith::MulIOp::create(b, loc, step, t.index(b, loc, kBlockWords));
   Value firstHalf = arith::MulIOp::create(b, loc, step, t.index(b, loc, 2));
-  const bool halves = isa<Q6_KType>(t.element);
-  auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
   for (auto [token, lanes] : llvm::zip(tokens, acc)) {
-    Value sums[2];
+    Int8StepInput x;
     for (int64_t h = 0; h < 2; ++h)
-      sums[h] = tensor::ExtractOp::create(
+      x.halfSums[h] = tensor::ExtractOp::create(
           b, loc, t.x.halfSums,
           ValueRange{token, arith::AddIOp::create(b, loc, firstHalf, t.index(b, loc, h))});
-    Value sum = arith::AddIOp::create(b, loc, sums[0], sums[1]);
-    // One int32 accumulator over the 8 words, or one per half (Q6_K).
-    SmallVector<Value> ints;
-    for (int64_t part = 0; part < (halves ? 2 : 1); ++part) {
-      Value start = arith::MulIOp::create(b, loc, halves ? sums[part] : sum, i32(-t.offset()));
-      Value acc32 = vector::BroadcastOp::create(b, loc, t.wordsType(b), start);
-      const int64_t words = halves ? kBlockWords / 2 : kBlockWords;
-      for (int64_t j = part * words; j < (part + 1) * words; ++j) {
-        Value word = tensor::ExtractOp::create(
-            b, loc, t.x.words,
-            ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))});
-        acc32 = int8Dot(b, loc, acc32, group.words[j],
-                        vector::BroadcastOp::create(b, loc, t.wordsType(b), word));
-      }
-      ints.push_back(acc32);
-    }
-    Value d = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
-    Value dx = vector::BroadcastOp::create(b, loc, t.floatsType(b), d);
-    Value scales[2] = {group.scales, halves ? group.second : Value()};
-    for (auto [part, value] : llvm::enumerate(ints)) {
-      Value scale = arith::MulFOp::create(b, loc, scales[part], dx);
-      lanes = vector::FMAOp::create(b, loc, scale,
-                                    arith::SIToFPOp::create(b, loc, t.floatsType(b), value), lanes);
-    }
-    if (isa<Q4_KType>(t.element)) {
-      Value minusXSum = arith::NegFOp::create(
-          b, loc,
-          arith::MulFOp::create(b, loc, d, arith::SIToFPOp::create(b, loc, b.getF32Type(), sum)));
-      lanes = vector::FMAOp::create(b, loc, group.second,
-                                    vector::BroadcastOp::create(b, loc, t.floatsType(b), minusXSum),
-                                    lanes);
-    }
-    next.push_back(lanes);
+    for (int64_t j = 0; j < kBlockWords; ++j)
+      x.words.push_back(tensor::ExtractOp::create(
+          b, loc, t.x.words,
+          ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))}));
+    x.scale = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
+    // Several tokens' products interleave: one run of vpdpbusd each.
+    next.push_back(accumulateGroupStep(b, loc, t.element, group, x, lanes, /*chains=*/1));
   }
   return next;
 }
+
+/// Step s of a chunk of the group's weights, built where it is asked for.
+using StepReader = std::function<RowGroupBlock(int64_t)>;
 
 /// The group's lanes for `tokens` over every step, in chunks of
 /// `stepsPerChunk` steps whose weights come from `chunkOf` (chunk index).
 SmallVector<Value>
 groupSums(const Int8Tiles &t, OpBuilder &b, Location loc, ArrayRef<Value> tokens,
           int64_t stepsPerChunk,
-          const std::function<SmallVector<GroupBlock>(OpBuilder &, Location, Value)> &chunkOf) {
+          const std::function<StepReader(OpBuilder &, Location, Value)> &chunkOf) {
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(t.floatsType(b), 0.0f));
   SmallVector<Value> init(tokens.size(), zeros);
   auto loop = scf::ForOp::create(
       b, loc, t.index(b, loc, 0), t.index(b, loc, t.blocks / stepsPerChunk), t.index(b, loc, 1),
       init, [&](OpBuilder &nb, Location l, Value chunk, ValueRange acc) {
-        SmallVector<GroupBlock> steps = chunkOf(nb, l, chunk);
+        StepReader stepOf = chunkOf(nb, l, chunk);
         Value first = arith::MulIOp::create(nb, l, chunk, t.index(nb, l, stepsPerChunk));
         SmallVector<Value> lanes(acc.begin(), acc.end());
         for (int64_t s = 0; s < stepsPerChunk; ++s)
-          lanes = accumulateBlock(t, nb, l, steps[s], tokens,
+          lanes = accumulateBlock(t, nb, l, stepOf(s), tokens,
                                   arith::AddIOp::create(nb, l, first, t.index(nb, l, s)), lanes);
         scf::YieldOp::create(nb, l, lanes);
       });
@@ -487,6 +445,7 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   const int64_t stored = rowGroupsOf(weightType);
   assert((!stored || stored == lanes) && "row groups of another width");
   Value flat = stored ? flatWeightBytes(b, loc, weight) : Value();
+  Value flatBuffer = stored ? flatWeightBuffer(b, loc, weight) : Value();
   if (stored)
     groupCount = arith::DivUIOp::create(b, loc, count, index(b, loc, lanes));
 
@@ -530,7 +489,7 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
               ValueRange{carried[1], carried[2]},
               [&](OpBuilder &nb, Location l, Value chunk, ValueRange buffers) {
                 prefetch(nb, l, rows, chunk);
-                SmallVector<GroupBlock> steps = loadGroupChunk(t, nb, l, rows, chunk);
+                SmallVector<RowGroupBlock> steps = loadGroupChunk(t, nb, l, rows, chunk);
                 Value words = buffers[0], scales = buffers[1];
                 for (int64_t s = 0; s < perChunk; ++s) {
                   Value step = row(nb, l, chunk, perChunk, s);
@@ -550,26 +509,29 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
                                            index(gb, gl, rowBytes))
                          .getResult()
                    : Value();
-        auto fromBuffer = [&](OpBuilder &nb, Location l, Value step) {
-          GroupBlock g;
+        // A chunk of steps: a stored group's block or super-block, or one
+        // step of the buffers.
+        const int64_t chunkSteps = stored ? rowGroupStepsPerChunk(t.element) : 1;
+        auto fromBuffer = [&](OpBuilder &nb, Location l, Value chunk) -> StepReader {
           if (stored) {
-            RowGroupBlock block = readRowGroupBlock(nb, l, flat, t.element, lanes, groupBase, step);
-            g.words = block.words;
-            g.scales = block.scales;
-            return SmallVector<GroupBlock>{g};
+            // Each step's words read and decoded just before its products.
+            auto weights = std::make_shared<RowGroupChunk>(nb, l, flat, t.element, lanes, groupBase,
+                                                           chunk, flatBuffer);
+            return [weights](int64_t s) { return weights->block(s); };
           }
+          RowGroupBlock g;
           for (int64_t j = 0; j < kBlockWords; ++j)
             g.words.push_back(readVector(
-                nb, l, words, ValueRange{row(nb, l, step, kBlockWords, j), index(nb, l, 0)}, lanes,
+                nb, l, words, ValueRange{row(nb, l, chunk, kBlockWords, j), index(nb, l, 0)}, lanes,
                 nb.getI32Type()));
           g.scales =
-              readVector(nb, l, scales, ValueRange{row(nb, l, step, floats, 0), index(nb, l, 0)},
+              readVector(nb, l, scales, ValueRange{row(nb, l, chunk, floats, 0), index(nb, l, 0)},
                          lanes, nb.getF32Type());
           if (floats == 2)
             g.second =
-                readVector(nb, l, scales, ValueRange{row(nb, l, step, floats, 1), index(nb, l, 0)},
+                readVector(nb, l, scales, ValueRange{row(nb, l, chunk, floats, 1), index(nb, l, 0)},
                            lanes, nb.getF32Type());
-          return SmallVector<GroupBlock>{g};
+          return [g](int64_t) { return g; };
         };
         // Token tiles of tileTokens, then the rest one by one.
         auto tokenTiles = [&](Value o, Value begin, Value tiles, int64_t size) -> Value {
@@ -581,7 +543,7 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
                 SmallVector<Value> tokenIndex;
                 for (int64_t k = 0; k < size; ++k)
                   tokenIndex.push_back(arith::AddIOp::create(tb, tl, token0, index(tb, tl, k)));
-                SmallVector<Value> sums = groupSums(t, tb, tl, tokenIndex, 1, fromBuffer);
+                SmallVector<Value> sums = groupSums(t, tb, tl, tokenIndex, chunkSteps, fromBuffer);
                 Value result = tileOut[0];
                 for (int64_t k = 0; k < size; ++k)
                   result = storeLanes(tb, tl, sums[k], result, tokenIndex[k], column);

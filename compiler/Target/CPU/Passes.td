@@ -102,15 +102,15 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
 }
 
 def CpuGroupWeightRows : Pass<"quill-cpu-group-weight-rows", "ModuleOp"> {
-  let summary = "Stores the Q8_0 and Q4_0 weights the int8 products read in row groups";
+  let summary = "Stores the block-quantized weights the int8 products read in row groups";
   let description = [{
-    Before kernel outlining, on a CPU with `vpdpbusd`: every Q8_0 or Q4_0
-    weight matrix (a named weight or a pack, with the slices of it that
+    Before kernel outlining, on a CPU with `vpdpbusd`: every Q8_0, Q4_0,
+    Q4_K or Q6_K weight matrix (a named weight or a pack, with the slices of it that
     steps read) whose rows are whole groups of `lanes` and whose every use
     in every step is a linear, logits or QKV projection with `q8_input`
     gets the encoding `#quill.row_groups<lanes>`: the artifact stores each
-    group's block as the group's scales and then word vectors of its quants
-    (QuillAttrs.td), and the int8 kernels of decode, prefill and the batch
+    group's block as the group's f16 scales and then word vectors of the
+    rest of its blocks (QuillAttrs.td), and the int8 kernels of decode, prefill and the batch
     step read it as is. The weights' tiles then split on whole groups.
     Others (a tied embedding's table, a width of partial groups, no int8
     products) keep the file's layout. quill-compile --no-row-groups keeps

@@ -45,20 +45,24 @@ def Quill_WeightPackAttr : Quill_Attr<"WeightPack", "weight_pack"> {
 }
 
 def Quill_RowGroupsAttr : Quill_Attr<"RowGroups", "row_groups"> {
-  let summary = "A Q8_0 or Q4_0 weight stored in interleaved groups of rows";
+  let summary = "A block-quantized weight stored in interleaved groups of rows";
   let description = [{
-    The encoding of a weight matrix (`tensor<R x C x !quill.q8_0,
-    #quill.row_groups<16>>`) whose rows are stored in groups of `lanes`
-    consecutive rows, each group where its rows would lie and as many bytes,
-    so that an int8 kernel reads a block of all the group's rows as whole
-    vectors: no transposes, no horizontal sums. For block b of a group:
-    - the `lanes` rows' block scales (f16), row 0 first;
-    - then, for each 4-byte word j of the block's quants (8 for Q8_0, 4 for
-      Q4_0), that word of each row, row 0 first: lane r of vector j.
+    The encoding of a Q8_0, Q4_0, Q4_K or Q6_K weight matrix (`tensor<R x C
+    x !quill.q8_0, #quill.row_groups<16>>`) whose rows are stored in groups
+    of `lanes` consecutive rows, each group where its rows would lie and as
+    many bytes, so that an int8 kernel reads a block (Q4_K, Q6_K: a
+    super-block) of all the group's rows as whole vectors: no transposes, no
+    horizontal sums. For block b of a group:
+    - the `lanes` rows' f16 block scales, row 0 first: Q8_0's and Q4_0's
+      (the block's first two bytes) and Q6_K's d (its last two); Q4_K has
+      none here (its d and dmin are its word 0);
+    - then, for each 4-byte word j of the rest of the block (8 for Q8_0, 4
+      for Q4_0, 36 for Q4_K, 52 for Q6_K, in the file's byte order), that
+      word of each row, row 0 first: lane r of vector j.
     Q8_0's quants are stored with their sign bits flipped (q + 128, the
-    unsigned bytes `vpdpbusd` multiplies); Q4_0's bytes are as in the file.
-    Lossless; the artifact's writer rearranges the bytes, the CPU target's
-    int8 kernels read them (`quill-cpu-group-weight-rows`).
+    unsigned bytes `vpdpbusd` multiplies); the other types' bytes are as in
+    the file. Lossless; the artifact's writer rearranges the bytes, the CPU
+    target's int8 kernels read them (`quill-cpu-group-weight-rows`).
 
     Example: `tensor<64x64x!quill.q8_0, #quill.row_groups<16>>`
   }];

@@ -1,6 +1,6 @@
-// quill-cpu-group-weight-rows: the Q8_0 and Q4_0 weights (named, packed,
-// and the slices steps read of a pack) that only int8 products (q8_input)
-// read, in whole groups of rows, get #quill.row_groups<L>; the rest keep
+// quill-cpu-group-weight-rows: the Q8_0, Q4_0, Q4_K and Q6_K weights
+// (named, packed, and the slices steps read of a pack) that only int8
+// products (q8_input) read, in whole groups of rows, get #quill.row_groups<L>; the rest keep
 // the file's rows. The verdict is one per stored weight across all steps.
 // RUN: quill-opt %s --quill-cpu-group-weight-rows | FileCheck %s
 // RUN: quill-opt %s --quill-cpu-group-weight-rows="lanes=8" | FileCheck %s --check-prefix=YMM
@@ -69,4 +69,23 @@ func.func @other(%x: tensor<64xf32>) -> tensor<16xf32> {
   %yd = quill.linear %x, %dpart {q8_input} : tensor<64xf32>, tensor<16x64x!quill.q4_0> -> tensor<16xf32>
   %s = quill.add %yb, %yd : tensor<16xf32>
   return %s : tensor<16xf32>
+}
+
+// The K-quants the same way: Q4_K and Q6_K matrices of whole groups that
+// only int8 products read are grouped; 20 rows are not whole groups.
+// CHECK-LABEL: func.func @kquants
+// CHECK: quill.weight "k.a" : tensor<32x256x!quill.q4_k, #quill.row_groups<16>>
+// CHECK: quill.weight "k.b" : tensor<16x256x!quill.q6_k, #quill.row_groups<16>>
+// CHECK: quill.weight "k.c" : tensor<20x256x!quill.q6_k>
+// YMM-LABEL: func.func @kquants
+// YMM: quill.weight "k.a" : tensor<32x256x!quill.q4_k, #quill.row_groups<8>>
+// YMM: quill.weight "k.b" : tensor<16x256x!quill.q6_k, #quill.row_groups<8>>
+func.func @kquants(%x: tensor<256xf32>) -> tensor<32xf32> {
+  %a = quill.weight "k.a" : tensor<32x256x!quill.q4_k>
+  %b = quill.weight "k.b" : tensor<16x256x!quill.q6_k>
+  %c = quill.weight "k.c" : tensor<20x256x!quill.q6_k>
+  %ya = quill.linear %x, %a {q8_input} : tensor<256xf32>, tensor<32x256x!quill.q4_k> -> tensor<32xf32>
+  %yb = quill.linear %x, %b {q8_input} : tensor<256xf32>, tensor<16x256x!quill.q6_k> -> tensor<16xf32>
+  %yc = quill.linear %x, %c {q8_input} : tensor<256xf32>, tensor<20x256x!quill.q6_k> -> tensor<20xf32>
+  return %ya : tensor<32xf32>
 }
