@@ -193,9 +193,6 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
 /// products (Int8RowGroups.cpp).
 /// Its bytes as one [rows * row bytes] tensor: a group is contiguous.
 Value flatWeightBytes(OpBuilder &b, Location loc, Value weight);
-/// The same bytes as a memref to prefetch from, or null where the weight
-/// is no buffer.
-Value flatWeightBuffer(OpBuilder &b, Location loc, Value weight);
 /// One step (32 columns) of a group of `lanes` rows: a Q8_0 or Q4_0 block,
 /// a K-quant's sub-block.
 struct RowGroupBlock {
@@ -213,10 +210,8 @@ SmallVector<std::pair<int64_t, int64_t>> rowGroupWordOrder(Type element);
 /// the order it multiplies them keeps few vectors live.
 class RowGroupChunk {
 public:
-  /// With `prefetch` (flatWeightBuffer), each load of a cache line
-  /// prefetches the line kPrefetchAheadBytes further on.
   RowGroupChunk(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
-                Value groupBase, Value chunk, Value prefetch = Value());
+                Value groupBase, Value chunk);
   int64_t steps() const;
   /// Word j (0-7) of step s: lane r, row r's four unsigned bytes.
   Value word(int64_t s, int64_t j);
@@ -240,7 +235,7 @@ private:
   Value flat;
   Type element;
   int64_t lanes;
-  Value at, prefetch;
+  Value at;
   llvm::DenseMap<int64_t, Value> rawWords;
   Value halves;
   SmallVector<Value> scaleVectors, secondVectors;

@@ -445,7 +445,6 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   const int64_t stored = rowGroupsOf(weightType);
   assert((!stored || stored == lanes) && "row groups of another width");
   Value flat = stored ? flatWeightBytes(b, loc, weight) : Value();
-  Value flatBuffer = stored ? flatWeightBuffer(b, loc, weight) : Value();
   if (stored)
     groupCount = arith::DivUIOp::create(b, loc, count, index(b, loc, lanes));
 
@@ -515,8 +514,8 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
         auto fromBuffer = [&](OpBuilder &nb, Location l, Value chunk) -> StepReader {
           if (stored) {
             // Each step's words read and decoded just before its products.
-            auto weights = std::make_shared<RowGroupChunk>(nb, l, flat, t.element, lanes, groupBase,
-                                                           chunk, flatBuffer);
+            auto weights =
+                std::make_shared<RowGroupChunk>(nb, l, flat, t.element, lanes, groupBase, chunk);
             return [weights](int64_t s) { return weights->block(s); };
           }
           RowGroupBlock g;

@@ -14,9 +14,7 @@
 #include "dialects/Quill/IR/QuillDialect.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -74,17 +72,9 @@ Value flatWeightBytes(OpBuilder &b, Location loc, Value weight) {
 
 int64_t rowGroupStepsPerChunk(Type element) { return isa<Q4_KType, Q6_KType>(element) ? 8 : 1; }
 
-Value flatWeightBuffer(OpBuilder &b, Location loc, Value weight) {
-  auto toTensor = weightStorage(weight).getDefiningOp<bufferization::ToTensorOp>();
-  if (!toTensor)
-    return Value();
-  return memref::CollapseShapeOp::create(
-      b, loc, toTensor.getBuffer(), ArrayRef<ReassociationIndices>{ReassociationIndices{0, 1}});
-}
-
 RowGroupChunk::RowGroupChunk(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
-                             Value groupBase, Value chunk, Value prefetch)
-    : b(b), loc(loc), flat(flat), element(element), lanes(lanes), prefetch(prefetch),
+                             Value groupBase, Value chunk)
+    : b(b), loc(loc), flat(flat), element(element), lanes(lanes),
       scaleVectors(rowGroupStepsPerChunk(element)), secondVectors(scaleVectors.size()) {
   const WeightFormat format = *weightFormatOf(element);
   at = arith::AddIOp::create(
@@ -108,17 +98,6 @@ Value RowGroupChunk::raw(int64_t j) {
     const int64_t offset = halfBytes * lanes + 4 * lanes * j;
     word = vector::BitCastOp::create(b, loc, VectorType::get({lanes}, b.getI32Type()),
                                      bytesAt(offset, 4 * lanes));
-    // The group's bytes are one stream: each word's load prefetches the
-    // bytes that far ahead, clamped to the weight's last byte.
-    if (prefetch) {
-      const int64_t size = cast<MemRefType>(prefetch.getType()).getDimSize(0);
-      Value ahead = arith::MinUIOp::create(
-          b, loc,
-          arith::AddIOp::create(b, loc, at, indexConstant(b, loc, offset + kPrefetchAheadBytes)),
-          indexConstant(b, loc, size - 1));
-      memref::PrefetchOp::create(b, loc, prefetch, ValueRange{ahead}, /*isWrite=*/false,
-                                 /*localityHint=*/3, /*isDataCache=*/true);
-    }
   }
   return word;
 }
@@ -338,7 +317,7 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight
   // Two runs of vpdpbusd per step (Q6_K: its halves) hide their latency.
   const int64_t runs = 2;
   Words w{b, loc, lanes};
-  Value flat = flatWeightBytes(b, loc, weight), buffer = flatWeightBuffer(b, loc, weight);
+  Value flat = flatWeightBytes(b, loc, weight);
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(w.floats(), 0.0f));
   auto loop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), groups, indexConstant(b, loc, 1), ValueRange{init},
@@ -349,7 +328,7 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight
         auto columns = scf::ForOp::create(
             nb, l, indexConstant(nb, l, 0), indexConstant(nb, l, chunks), indexConstant(nb, l, 1),
             ValueRange{zeros}, [&](OpBuilder &ib, Location il, Value chunk, ValueRange acc) {
-              RowGroupChunk weights(ib, il, flat, element, lanes, base, chunk, buffer);
+              RowGroupChunk weights(ib, il, flat, element, lanes, base, chunk);
               weights.loadAll();
               Words iw{ib, il, lanes};
               SmallVector<Int8StepInput> xs(perChunk);
@@ -374,9 +353,9 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight
                     ValueRange{arith::AddIOp::create(ib, il, half, indexConstant(ib, il, 1))});
                 ints.push_back(startGroupSums(ib, il, element, x, lanes, runs));
               }
-              // In the order the weight's words lie (rowGroupWordOrder): each
-              // is decoded just before its products, and the prefetchers
-              // see the group's bytes read front to back.
+              // The chunk's words loaded together (their misses overlap),
+              // then the products in the order the words lie
+              // (rowGroupWordOrder), each word decoded just before them.
               for (auto [s, j] : rowGroupWordOrder(element)) {
                 Value &sum = ints[s][groupSumRun(element, j, runs)];
                 sum = int8Dot(ib, il, sum, weights.word(s, j),
