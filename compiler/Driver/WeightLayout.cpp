@@ -84,6 +84,10 @@ std::vector<WeightEntry> weightTable(const ModelSource &model, const ExtractedSc
     WeightEntry entry;
     entry.offset = p.offset;
     entry.encoding = static_cast<WeightEncoding>(encodingOf(plan, names.front()));
+    if (p.pack)
+      entry.rowGroups = uint32_t(p.pack->rowGroups);
+    else if (auto groups = plan.weightRowGroups.find(p.name); groups != plan.weightRowGroups.end())
+      entry.rowGroups = uint32_t(groups->second);
     for (const std::string &name : names) {
       const ImportedTensor *tensor = model.find(name);
       entry.name += (entry.name.empty() ? "" : "+") + name;

@@ -22,7 +22,7 @@ std::vector<uint8_t> encodeWeightTable(const std::vector<WeightEntry> &entries) 
   ByteWriter w;
   w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
   for (const WeightEntry &e : entries) {
-    w.put<uint32_t>(static_cast<uint32_t>(e.encoding));
+    w.put<uint32_t>(static_cast<uint32_t>(e.encoding) | (e.rowGroups << 8));
     w.put<uint64_t>(e.offset);
     w.put<uint64_t>(e.bytes);
     w.put<uint64_t>(e.elements);
@@ -44,7 +44,8 @@ ErrorOr<std::vector<WeightEntry>> decodeWeightTable(const uint8_t *data, size_t 
   uint64_t end = 0;
   for (uint32_t i = 0; i < count; ++i) {
     WeightEntry &e = entries[i];
-    const uint32_t encoding = r.get<uint32_t>();
+    const uint32_t word = r.get<uint32_t>();
+    const uint32_t encoding = word & 0xFF, rowGroups = word >> 8;
     e.offset = r.get<uint64_t>();
     e.bytes = r.get<uint64_t>();
     e.elements = r.get<uint64_t>();
@@ -59,6 +60,10 @@ ErrorOr<std::vector<WeightEntry>> decodeWeightTable(const uint8_t *data, size_t 
       return fail("'" + e.name + "' has unknown encoding " + std::to_string(encoding));
     e.encoding = static_cast<WeightEncoding>(encoding);
     const WeightEncodingInfo &info = weightEncodingInfo(e.encoding);
+    // Row groups hold the int8 kernels' block types, 8 or 16 rows each.
+    if (rowGroups != 0 && ((rowGroups != 8 && rowGroups != 16) || info.blockElements == 1))
+      return fail("'" + e.name + "' has unknown encoding " + std::to_string(word));
+    e.rowGroups = rowGroups;
     uint64_t expected = 0;
     if (e.elements == 0 || e.elements % uint64_t(info.blockElements) != 0 ||
         __builtin_mul_overflow(e.elements / uint64_t(info.blockElements), uint64_t(info.blockBytes),
@@ -94,10 +99,16 @@ std::string dominantEncoding(const std::vector<WeightEntry> &entries) {
 
 std::string describeWeights(const std::vector<WeightEntry> &entries) {
   auto bytes = bytesByEncoding(entries);
-  std::array<int, kWeightEncodingCount> tensors{};
+  std::array<int, kWeightEncodingCount> tensors{}, grouped{};
+  std::array<uint32_t, kWeightEncodingCount> groupRows{};
   uint64_t total = 0;
   for (const WeightEntry &e : entries) {
-    ++tensors[static_cast<uint32_t>(e.encoding)];
+    const uint32_t k = static_cast<uint32_t>(e.encoding);
+    ++tensors[k];
+    if (e.rowGroups) {
+      ++grouped[k];
+      groupRows[k] = e.rowGroups;
+    }
     total += e.bytes;
   }
   std::vector<size_t> present;
@@ -110,7 +121,11 @@ std::string describeWeights(const std::vector<WeightEntry> &entries) {
   for (size_t i = 0; i < present.size(); ++i) {
     const size_t k = present[i];
     text += (i ? ", " : ": ") + std::string(kWeightEncodings[k].name) + " " +
-            byteSizeText(bytes[k]) + " (" + std::to_string(tensors[k]) + ")";
+            byteSizeText(bytes[k]) + " (" + std::to_string(tensors[k]);
+    if (grouped[k])
+      text +=
+          ", " + std::to_string(grouped[k]) + " in row groups of " + std::to_string(groupRows[k]);
+    text += ")";
   }
   return text;
 }

@@ -2,8 +2,10 @@
 // of tensors) with its encoding and byte range in the Weights section, so a
 // runtime that never parses the model can say what it streams.
 //
-// Section layout (little-endian): u32 count, then per entry u32 encoding,
-// u64 offset, u64 bytes, u64 elements, u32 name length, name bytes.
+// Section layout (little-endian): u32 count, then per entry u32 encoding
+// (bits 0-7 the WeightEncoding, bits 8-15 the rows per row group, 0 for
+// the file's rows), u64 offset, u64 bytes, u64 elements, u32 name length,
+// name bytes.
 #pragma once
 
 #include "runtime/support/Error.h"
@@ -45,6 +47,10 @@ struct WeightEntry {
   uint64_t offset = 0;
   uint64_t bytes = 0;
   uint64_t elements = 0;
+  /// Rows per group where the matrix is stored in row groups (the layout
+  /// the CPU's int8 kernels read, #quill.row_groups: 8 or 16); 0 for the
+  /// file's rows.
+  uint32_t rowGroups = 0;
 };
 
 constexpr size_t kMaxWeightNameBytes = 1024;
@@ -66,7 +72,8 @@ std::string dominantEncoding(const std::vector<WeightEntry> &entries);
 /// "520 B", "3.4 kB", "116.4 MB" (decimal units).
 std::string byteSizeText(uint64_t bytes);
 /// One line: total bytes, then each encoding present with its bytes and
-/// tensor count, largest first ("116.4 MB: q8_0 116.1 MB (73), f32 0.3 MB (25)").
+/// tensor count, largest first, and how many of them are in row groups
+/// ("116.4 MB: q8_0 116.1 MB (73, 72 in row groups of 16), f32 0.3 MB (25)").
 std::string describeWeights(const std::vector<WeightEntry> &entries);
 
 } // namespace quill

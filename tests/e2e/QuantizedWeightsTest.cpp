@@ -134,6 +134,15 @@ TEST(FileEncodings, RowGroupsAndFileRowsBothMatchTheReference) {
     std::string artifact =
         compileArtifact(model, syntheticTokenizer(c.vocabSize), name, flags + " --no-row-groups");
     ASSERT_FALSE(artifact.empty());
+    // The weight table says which matrices are grouped (--verbose).
+    std::string groupedArtifact =
+        compileArtifact(model, syntheticTokenizer(c.vocabSize), name + "-grouped", flags);
+    ASSERT_FALSE(groupedArtifact.empty());
+    auto verbose = [&](const std::string &file) {
+      return run(quote(tool("quill-run")) + " " + quote(file) + " -n 1 --temp 0 --verbose").err;
+    };
+    EXPECT_NE(verbose(groupedArtifact).find("in row groups of 16)"), std::string::npos) << type;
+    EXPECT_EQ(verbose(artifact).find("row groups"), std::string::npos) << type;
     std::set<std::string> q8 =
         q8InputMatrices(c, [&](const std::string &) { return std::string(type); });
     checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
