@@ -173,15 +173,29 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
         }
       }
       // The pack's rows: its parts one after another, or row r of part i
-      // as row r * parts + i. Assembled in memory only to be regrouped.
+      // as row r * parts + i. Regrouped a group of rows at a time, so the
+      // pack is never assembled whole.
       const uint64_t rowBytes = parts.front().size() / rows;
-      std::vector<uint8_t> packed;
+      const uint64_t groupBytes = uint64_t(std::max<int64_t>(p.pack->rowGroups, 1)) * rowBytes;
+      std::vector<uint8_t> group;
+      Status grouping = Status::ok();
       auto emit = [&](const uint8_t *data, uint64_t n) {
-        if (p.pack->rowGroups) {
-          packed.insert(packed.end(), data, data + n);
-        } else {
+        if (!p.pack->rowGroups) {
           sink(data, n);
           at += n;
+          return;
+        }
+        // Whole rows arrive in order; a group is written once it is full.
+        for (uint64_t taken = 0; taken < n && grouping;) {
+          const uint64_t step = std::min(n - taken, groupBytes - group.size());
+          group.insert(group.end(), data + taken, data + taken + step);
+          taken += step;
+          if (group.size() == groupBytes) {
+            grouping = groupWeightRows(group, encodingOf(plan, first), uint64_t(p.pack->rowGroups),
+                                       p.pack->rowGroups);
+            write(group);
+            group.clear();
+          }
         }
       };
       if (!p.pack->interleave) {
@@ -192,13 +206,11 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
           for (const auto &part : parts)
             emit(part.data() + r * rowBytes, rowBytes);
       }
-      if (!p.pack->rowGroups)
-        continue;
-      if (Status s = groupWeightRows(packed, encodingOf(plan, first), packed.size() / rowBytes,
-                                     p.pack->rowGroups);
-          !s)
-        return Status::error("weight '" + first + "': " + s.message());
-      write(packed);
+      if (grouping && !group.empty())
+        grouping =
+            Status::error("the rows are not whole groups of " + std::to_string(p.pack->rowGroups));
+      if (!grouping)
+        return Status::error("weight '" + first + "': " + grouping.message());
     }
     padTo(plan.schedule.weightBytes);
     return Status::ok();
