@@ -177,6 +177,8 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
       // pack is never assembled whole.
       const uint64_t rowBytes = parts.front().size() / rows;
       const uint64_t groupBytes = uint64_t(std::max<int64_t>(p.pack->rowGroups, 1)) * rowBytes;
+      if (p.pack->rowGroups && groupBytes == 0)
+        return Status::error("weight '" + first + "': a pack of empty rows cannot be grouped");
       std::vector<uint8_t> group;
       Status grouping = Status::ok();
       auto emit = [&](const uint8_t *data, uint64_t n) {
@@ -193,7 +195,8 @@ SectionProducer weightSection(const ModelSource &model, const ExtractedSchedule 
           if (group.size() == groupBytes) {
             grouping = groupWeightRows(group, encodingOf(plan, first), uint64_t(p.pack->rowGroups),
                                        p.pack->rowGroups);
-            write(group);
+            if (grouping)
+              write(group);
             group.clear();
           }
         }

@@ -28,7 +28,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 7: the optional ChatTemplate section (older runtimes refuse its kind).
 /// 8: the optional WeightTable section.
 /// 9: the config holds the KV cache's element type.
-constexpr uint32_t kArtifactVersion = 9;
+/// 10: WeightTable entries say their row groups (bits 8-15 of the encoding).
+constexpr uint32_t kArtifactVersion = 10;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {

@@ -4,6 +4,7 @@
 #include "runtime/support/ByteStream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 
 namespace quill {
@@ -22,6 +23,7 @@ std::vector<uint8_t> encodeWeightTable(const std::vector<WeightEntry> &entries) 
   ByteWriter w;
   w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
   for (const WeightEntry &e : entries) {
+    assert(e.rowGroups <= 0xFF && "row groups take bits 8-15");
     w.put<uint32_t>(static_cast<uint32_t>(e.encoding) | (e.rowGroups << 8));
     w.put<uint64_t>(e.offset);
     w.put<uint64_t>(e.bytes);
@@ -60,9 +62,6 @@ ErrorOr<std::vector<WeightEntry>> decodeWeightTable(const uint8_t *data, size_t 
       return fail("'" + e.name + "' has unknown encoding " + std::to_string(encoding));
     e.encoding = static_cast<WeightEncoding>(encoding);
     const WeightEncodingInfo &info = weightEncodingInfo(e.encoding);
-    // Row groups hold the int8 kernels' block types, 8 or 16 rows each.
-    if (rowGroups != 0 && ((rowGroups != 8 && rowGroups != 16) || info.blockElements == 1))
-      return fail("'" + e.name + "' has unknown encoding " + std::to_string(word));
     e.rowGroups = rowGroups;
     uint64_t expected = 0;
     if (e.elements == 0 || e.elements % uint64_t(info.blockElements) != 0 ||
@@ -71,6 +70,12 @@ ErrorOr<std::vector<WeightEntry>> decodeWeightTable(const uint8_t *data, size_t 
         expected != e.bytes)
       return fail("'" + e.name + "': " + std::to_string(e.elements) + " " + info.name +
                   " weights cannot take " + std::to_string(e.bytes) + " bytes");
+    // Row groups hold the int8 kernels' block types, 8 or 16 whole rows
+    // each (so at least whole groups of blocks).
+    if (rowGroups != 0 && ((rowGroups != 8 && rowGroups != 16) || info.blockElements == 1 ||
+                           e.bytes % (uint64_t(rowGroups) * uint64_t(info.blockBytes)) != 0))
+      return fail("'" + e.name + "': " + std::to_string(e.bytes) + " bytes of " + info.name +
+                  " cannot be in row groups of " + std::to_string(rowGroups));
     if (e.offset < end || e.offset > weightBytes || e.bytes > weightBytes - e.offset)
       return fail("'" + e.name + "' overlaps another weight or lies outside the " +
                   std::to_string(weightBytes) + "-byte weights section");

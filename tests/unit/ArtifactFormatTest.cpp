@@ -256,12 +256,13 @@ TEST(ArtifactFormat, BatchScheduleAndDispatchFlagsRoundTrip) {
 
 TEST(WeightTable, RoundTripsAndSummarizesByEncoding) {
   // A Q8_0 matrix of 64 weights (2 blocks of 34 bytes), an f32 norm of 8,
-  // a Q6_K pack of 512 (2 super-blocks of 210) in row groups of 16.
+  // a Q6_K pack of 16 rows of 256 (one super-block of 210 bytes each) in
+  // row groups of 16.
   std::vector<WeightEntry> table = {{"layers.0.wq", WeightEncoding::Q8_0, 0, 68, 64},
                                     {"layers.0.attention_norm", WeightEncoding::F32, 68, 32, 8},
-                                    {"a+b", WeightEncoding::Q6_K, 128, 420, 512, 16}};
+                                    {"a+b", WeightEncoding::Q6_K, 128, 3360, 4096, 16}};
   std::vector<uint8_t> bytes = encodeWeightTable(table);
-  auto decoded = decodeWeightTable(bytes.data(), bytes.size(), 548);
+  auto decoded = decodeWeightTable(bytes.data(), bytes.size(), 3488);
   ASSERT_TRUE(decoded.isOk()) << decoded.message();
   ASSERT_EQ(decoded->size(), 3u);
   EXPECT_EQ((*decoded)[2].name, "a+b");
@@ -274,9 +275,9 @@ TEST(WeightTable, RoundTripsAndSummarizesByEncoding) {
   EXPECT_EQ(perType[uint32_t(WeightEncoding::Q8_0)], 68u);
   EXPECT_EQ(perType[uint32_t(WeightEncoding::F32)], 32u);
   EXPECT_EQ(describeWeights(*decoded),
-            "520 B: q6_k 420 B (1, 1 in row groups of 16), q8_0 68 B (1), f32 32 B (1)");
+            "3.5 kB: q6_k 3.4 kB (1, 1 in row groups of 16), q8_0 68 B (1), f32 32 B (1)");
   for (size_t n = 0; n < bytes.size(); ++n)
-    EXPECT_FALSE(decodeWeightTable(bytes.data(), n, 548).isOk()) << n << " bytes";
+    EXPECT_FALSE(decodeWeightTable(bytes.data(), n, 3488).isOk()) << n << " bytes";
 }
 
 TEST(WeightTable, RefusesWhatTheEncodingCannotHoldOrTheSectionCannotFit) {
@@ -291,11 +292,14 @@ TEST(WeightTable, RefusesWhatTheEncodingCannotHoldOrTheSectionCannotFit) {
             std::string::npos);
   EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 34, 32}}).find("cannot take"),
             std::string::npos);
-  // Row groups of 8 or 16 rows, and only of block types.
-  EXPECT_EQ(refusal({{"w", WeightEncoding::Q4_0, 0, 18, 32, 8}}), "");
-  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 18, 32, 4}}).find("unknown encoding"),
+  // Row groups of 8 or 16 whole rows, and only of block types: 8 rows of
+  // one Q4_0 block each are a group; one row is not, nor are groups of 4.
+  EXPECT_EQ(refusal({{"w", WeightEncoding::Q4_0, 0, 144, 256, 8}}), "");
+  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 18, 32, 8}}).find("row groups of 8"),
             std::string::npos);
-  EXPECT_NE(refusal({{"w", WeightEncoding::F32, 0, 128, 32, 16}}).find("unknown encoding"),
+  EXPECT_NE(refusal({{"w", WeightEncoding::Q4_0, 0, 144, 256, 4}}).find("row groups of 4"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"w", WeightEncoding::F32, 0, 128, 32, 16}}).find("row groups of 16"),
             std::string::npos);
   // Q4_K's super-block is 256 weights in 144 bytes.
   EXPECT_EQ(refusal({{"w", WeightEncoding::Q4_K, 0, 144, 256}}), "");

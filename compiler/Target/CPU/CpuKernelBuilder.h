@@ -130,9 +130,6 @@ Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value ba
 /// (prefetchDistance gives a distance far enough ahead for short rows.)
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,
                       int64_t rowBlock, Value step, int64_t stepElements);
-/// How far ahead of its reads a kernel streaming a weight prefetches it:
-/// as many bytes in flight as DRAM's latency needs.
-constexpr int64_t kPrefetchAheadBytes = 8 << 10;
 /// How many rows ahead a matrix-vector product over rows of `rowBytes`,
 /// `rowBlock` at a time, prefetches: whole row blocks, at least 8 KiB
 /// ahead, so that short rows (a few hundred bytes of blocks) keep as many
@@ -202,17 +199,14 @@ struct RowGroupBlock {
 };
 /// Steps a chunk of a row holds: a block (1), a K-quant super-block (8).
 int64_t rowGroupStepsPerChunk(Type element);
-/// The (step, word) pairs of a chunk in the order its weight words lie.
-SmallVector<std::pair<int64_t, int64_t>> rowGroupWordOrder(Type element);
 /// Chunk `chunk` of the group whose bytes start at `groupBase` of `flat`,
-/// read on demand: each of its words is loaded at its first use and
-/// decoded where asked, so that a kernel which takes the steps' words in
-/// the order it multiplies them keeps few vectors live.
+/// read on demand: each of its words is loaded at its first use (or all
+/// at once, loadAll: decode's choice, so that their misses overlap) and
+/// decoded where asked, just before the products that take it.
 class RowGroupChunk {
 public:
   RowGroupChunk(OpBuilder &b, Location loc, Value flat, Type element, int64_t lanes,
                 Value groupBase, Value chunk);
-  int64_t steps() const;
   /// Word j (0-7) of step s: lane r, row r's four unsigned bytes.
   Value word(int64_t s, int64_t j);
   /// Step s's scales (Q6_K: of words 0-3).

@@ -53,8 +53,9 @@ Value q4_0Nibbles(OpBuilder &b, Location loc, Value storage, Value row, Value ba
 }
 
 int64_t prefetchDistance(int64_t rowBlock, int64_t rowBytes) {
+  constexpr int64_t kAheadBytes = 8 << 10;
   const int64_t blockBytes = std::max<int64_t>(1, rowBlock * rowBytes);
-  return rowBlock * std::max<int64_t>(1, (kPrefetchAheadBytes + blockBytes - 1) / blockBytes);
+  return rowBlock * std::max<int64_t>(1, (kAheadBytes + blockBytes - 1) / blockBytes);
 }
 
 void prefetchNextRows(OpBuilder &b, Location loc, Value storage, ArrayRef<Value> rows,

@@ -67,7 +67,7 @@ struct Int8Tiles {
   VectorType floatsType(OpBuilder &nb) const { return VectorType::get({lanes}, nb.getF32Type()); }
   bool kQuant() const { return isa<Q4_KType, Q6_KType>(element); }
   /// Steps read together: a block, or a K-quant super-block's 8.
-  int64_t stepsPerChunk() const { return kQuant() ? 8 : 1; }
+  int64_t stepsPerChunk() const { return rowGroupStepsPerChunk(element); }
   /// f32 vectors per step in the buffer: the scales, and the minimums or
   /// the second scales.
   int64_t floatsPerStep() const { return kQuant() ? 2 : 1; }
@@ -304,7 +304,7 @@ SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location lo
           ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))}));
     x.scale = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
     // Several tokens' products interleave: one run of vpdpbusd each.
-    next.push_back(accumulateGroupStep(b, loc, t.element, group, x, lanes, /*chains=*/1));
+    next.push_back(accumulateGroupStep(b, loc, t.element, group, x, lanes, /*runs=*/1));
   }
   return next;
 }

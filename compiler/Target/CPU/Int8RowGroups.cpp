@@ -62,6 +62,27 @@ struct Words {
   }
 };
 
+/// The (step, word) pairs of a chunk in the order its weight words lie.
+SmallVector<std::pair<int64_t, int64_t>> rowGroupWordOrder(Type element) {
+  SmallVector<std::pair<int64_t, int64_t>> order;
+  if (isa<Q4_KType>(element)) {
+    // Run c of 32 bytes: steps 2c and 2c + 1 share each word.
+    for (int64_t c = 0; c < 4; ++c)
+      for (int64_t j = 0; j < 8; ++j)
+        order.append({{2 * c, j}, {2 * c + 1, j}});
+  } else if (isa<Q6_KType>(element)) {
+    // A half's four quarters share its words of qh and pairs of ql.
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t quarter = 0; quarter < 4; ++quarter)
+          order.push_back({4 * half + quarter, j});
+  } else {
+    for (int64_t j = 0; j < 8; ++j)
+      order.push_back({0, j});
+  }
+  return order;
+}
+
 } // namespace
 
 Value flatWeightBytes(OpBuilder &b, Location loc, Value weight) {
@@ -81,8 +102,6 @@ RowGroupChunk::RowGroupChunk(OpBuilder &b, Location loc, Value flat, Type elemen
       b, loc, groupBase,
       arith::MulIOp::create(b, loc, chunk, indexConstant(b, loc, lanes * format.blockBytes)));
 }
-
-int64_t RowGroupChunk::steps() const { return int64_t(scaleVectors.size()); }
 
 Value RowGroupChunk::bytesAt(int64_t offset, int64_t n) {
   return readVector(b, loc, flat,
@@ -184,26 +203,6 @@ void RowGroupChunk::readScales(int64_t s) {
   const int64_t k = 8 * (s / 4) + 2 * (s % 4);
   scaleVectors[s] = scaleOf(k);
   secondVectors[s] = scaleOf(k + 1);
-}
-
-SmallVector<std::pair<int64_t, int64_t>> rowGroupWordOrder(Type element) {
-  SmallVector<std::pair<int64_t, int64_t>> order;
-  if (isa<Q4_KType>(element)) {
-    // Run c of 32 bytes: steps 2c and 2c + 1 share each word.
-    for (int64_t c = 0; c < 4; ++c)
-      for (int64_t j = 0; j < 8; ++j)
-        order.append({{2 * c, j}, {2 * c + 1, j}});
-  } else if (isa<Q6_KType>(element)) {
-    // A half's four quarters share its words of qh and pairs of ql.
-    for (int64_t half = 0; half < 2; ++half)
-      for (int64_t j = 0; j < 8; ++j)
-        for (int64_t quarter = 0; quarter < 4; ++quarter)
-          order.push_back({4 * half + quarter, j});
-  } else {
-    for (int64_t j = 0; j < 8; ++j)
-      order.push_back({0, j});
-  }
-  return order;
 }
 
 void RowGroupChunk::loadAll() {

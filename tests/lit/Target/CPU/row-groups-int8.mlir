@@ -2,11 +2,11 @@
 // (#quill.row_groups<16>): decode and prefill read a group's block as its
 // 16 f16 scales and 8 (Q8_0) or 4 (Q4_0, nibbles split in registers) word
 // vectors (a K-quant's super-block as 36 or 52) straight from the weight's
-// bytes, with no transposes, no stack
-// buffer and no horizontal sums: 8 vpdpbusd per block with the input word
-// broadcast, the accumulator started at -offset x the input block's sum,
-// one FMA into one f32 lane per row, and the group's 16 lanes written as
-// 16 outputs. Decode loads a chunk's words together, then takes its
+// bytes, with no transposes, no stack buffer and no horizontal sums: 8
+// vpdpbusd per block with the input word broadcast, the accumulator
+// started at -offset x the input block's sum, one FMA into one f32 lane
+// per row (two for Q4_K's minimum and Q6_K's halves), and the group's 16
+// lanes written as 16 outputs. Decode loads a chunk's words together, then takes its
 // products in the order the words lie, in two runs of vpdpbusd per step
 // (its lone token would otherwise wait on each product's latency).
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true int8-dot-512=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
