@@ -22,17 +22,19 @@ namespace {
 using utils::IteratorType;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-/// A chunk's softmax statistics over scores [group, positions]: each row's
-/// maximum, exp(score - max) in place, and each row's sum of those.
+/// A chunk's softmax statistics over scores [rows, positions]: each row's
+/// maximum, exp(score - max) in place, and each row's sum of those. At
+/// most `maxRows` rows (the statistics' stack buffers).
 std::tuple<Value, Value, Value> chunkSoftmax(OpBuilder &b, Location loc, Value scores,
-                                             int64_t group) {
+                                             int64_t maxRows) {
   MLIRContext *ctx = b.getContext();
   AffineExpr g, t;
   bindDims(ctx, g, t);
   auto map2 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(2, 0, e, ctx); };
   SmallVector<IteratorType> reduceT = {IteratorType::parallel, IteratorType::reduction};
+  OpFoldResult rows = tensor::getMixedSize(b, loc, scores, 0);
   Value max = buildGeneric(
-      b, loc, ValueRange{scores}, filledTensor(b, loc, {b.getIndexAttr(group)}, kNegInf),
+      b, loc, ValueRange{scores}, scratchSlice(b, loc, {maxRows}, {rows}, kNegInf),
       {map2({g, t}), map2({g})}, reduceT, [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
         return arith::MaximumFOp::create(bb, bl, args[1], args[0]);
       });
@@ -42,11 +44,11 @@ std::tuple<Value, Value, Value> chunkSoftmax(OpBuilder &b, Location loc, Value s
                               return math::ExpOp::create(
                                   bb, bl, arith::SubFOp::create(bb, bl, args[1], args[0]));
                             });
-  Value sum = buildGeneric(
-      b, loc, ValueRange{exps}, filledTensor(b, loc, {b.getIndexAttr(group)}, 0.0f),
-      {map2({g, t}), map2({g})}, reduceT, [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-        return arith::AddFOp::create(bb, bl, args[1], args[0]);
-      });
+  Value sum = buildGeneric(b, loc, ValueRange{exps}, scratchSlice(b, loc, {maxRows}, {rows}, 0.0f),
+                           {map2({g, t}), map2({g})}, reduceT,
+                           [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
+                             return arith::AddFOp::create(bb, bl, args[1], args[0]);
+                           });
   return {max, exps, sum};
 }
 
@@ -88,11 +90,22 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
         op.getWindow() ? windowStart(b, loc, op.getPos(), op.getWindow()) : Value();
     Value root = f32Constant(b, loc, std::sqrt(float(headDim)));
 
+    // The tile's units chunk by chunk: at chunk c they are the kv heads
+    // [ceil((first - c) / chunks), ceil((last - c) / chunks)), side by side
+    // in the cache, so the builder reads each position's rows of all of
+    // them together. Each head's row of the result is the same whichever
+    // heads share the call.
+    auto headBound = [&](OpBuilder &nb, Location l, Value unit, Value part) -> Value {
+      Value up = arith::SubIOp::create(
+          nb, l, arith::AddIOp::create(nb, l, unit, constant(nb, l, chunks - 1)), part);
+      return arith::DivUIOp::create(nb, l, up, constant(nb, l, chunks));
+    };
     auto loop = scf::ForOp::create(
-        b, loc, first, last, constant(b, loc, 1), ValueRange{init},
-        [&](OpBuilder &nb, Location l, Value unit, ValueRange carried) {
-          Value head = arith::DivUIOp::create(nb, l, unit, constant(nb, l, chunks));
-          Value part = arith::RemUIOp::create(nb, l, unit, constant(nb, l, chunks));
+        b, loc, constant(b, loc, 0), constant(b, loc, chunks), constant(b, loc, 1),
+        ValueRange{init}, [&](OpBuilder &nb, Location l, Value part, ValueRange carried) {
+          Value head = headBound(nb, l, first, part);
+          Value heads = arith::SubIOp::create(nb, l, headBound(nb, l, last, part), head);
+          OpFoldResult hf = heads;
           // Positions [start, start + n) of this chunk; n may be 0.
           Value chunkStart = arith::MulIOp::create(nb, l, part, constant(nb, l, chunk));
           Value start = firstPosition
@@ -102,68 +115,93 @@ struct LowerAttentionPartial : OpRewritePattern<AttentionPartialOp> {
               nb, l, arith::AddIOp::create(nb, l, chunkStart, constant(nb, l, chunk)), positions);
           Value n = arith::SubIOp::create(nb, l, arith::MaxUIOp::create(nb, l, stop, start), start);
           OpFoldResult nf = n;
+          auto dynamic = ShapedType::kDynamic;
           Value q = tensor::ExtractSliceOp::create(
-              nb, l, RankedTensorType::get({group, headDim}, f32), query,
+              nb, l, RankedTensorType::get({dynamic, group, headDim}, f32), query,
               ArrayRef<OpFoldResult>{head, index(nb, 0), index(nb, 0)},
-              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, group), index(nb, headDim)},
+              ArrayRef<OpFoldResult>{hf, index(nb, group), index(nb, headDim)},
               ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           auto rows = [&](Value view) -> Value {
             return tensor::ExtractSliceOp::create(
-                nb, l, RankedTensorType::get({ShapedType::kDynamic, width}, elementTypeOf(view)),
-                view, ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
-                ArrayRef<OpFoldResult>{nf, index(nb, 1), index(nb, width)},
+                nb, l, RankedTensorType::get({dynamic, dynamic, width}, elementTypeOf(view)), view,
+                ArrayRef<OpFoldResult>{start, head, index(nb, 0)},
+                ArrayRef<OpFoldResult>{nf, hf, index(nb, width)},
                 ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1), index(nb, 1)});
           };
-          Value k = rows(keys), v = rows(values);
-          // The builder's forms take one kv head's views: q as [1, group,
-          // d], the cache rows as [n, 1, d], results [1, group, *].
-          auto withHead = [&](Value x, int64_t at) {
-            auto type = cast<RankedTensorType>(x.getType());
-            SmallVector<int64_t> shape(type.getShape());
-            shape.insert(shape.begin() + at, 1);
-            SmallVector<ReassociationIndices> groups =
-                at == 0 ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
-                        : SmallVector<ReassociationIndices>{{0}, {1, 2}};
-            return tensor::ExpandShapeOp::create(nb, l, type.clone(shape), x, groups).getResult();
-          };
-          auto withoutHead = [&](Value x) {
-            return tensor::CollapseShapeOp::create(nb, l, x,
-                                                   SmallVector<ReassociationIndices>{{0, 1}, {2}})
-                .getResult();
-          };
-          // scores[g, t] = q[g] . K[t] / sqrt(head_dim)
+          // scores[h, g, t] = q[h, g] . K[t, h] / sqrt(head_dim)
           Value scores =
-              scratchSlice(nb, l, {1, group, chunk}, {index(nb, 1), index(nb, group), nf}, 0.0f);
-          scores =
-              withoutHead(builder->attentionScores(nb, l, withHead(q, 0), withHead(k, 1), scores));
+              scratchSlice(nb, l, {kvHeads, group, chunk}, {hf, index(nb, group), nf}, 0.0f);
+          scores = builder->attentionScores(nb, l, q, rows(keys), scores);
           scores = buildElementwise(nb, l, ValueRange{}, scores,
                                     [&](OpBuilder &bb, Location bl, ValueRange args) -> Value {
                                       return arith::DivFOp::create(bb, bl, args[0], root);
                                     });
-          auto [max, exps, sum] = chunkSoftmax(nb, l, scores, group);
-          // o[g, d] = sum_t e[g, t] V[t, d].
-          Value o = withoutHead(builder->attentionWeightedSum(
-              nb, l, withHead(exps, 0), withHead(v, 1),
-              filledTensor(nb, l, {index(nb, 1), index(nb, group), index(nb, headDim)}, 0.0f)));
-          // The row: per query head, o (head_dim), max, sum.
-          Value row = tensor::EmptyOp::create(nb, l, ArrayRef<int64_t>{group, headDim + 2}, f32);
-          auto put = [&](Value piece, int64_t column, int64_t width) {
-            row = tensor::InsertSliceOp::create(
-                nb, l, piece, row, ArrayRef<OpFoldResult>{index(nb, 0), index(nb, column)},
-                ArrayRef<OpFoldResult>{index(nb, group), index(nb, width)},
-                ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1)});
+          // Per (head, query head) row: max, exps, sum.
+          auto byRow = [&](Value x) {
+            return tensor::CollapseShapeOp::create(nb, l, x,
+                                                   SmallVector<ReassociationIndices>{{0, 1}, {2}})
+                .getResult();
           };
-          put(o, 0, headDim);
-          put(max, headDim, 1);
-          put(sum, headDim + 1, 1);
-          Value flat = tensor::CollapseShapeOp::create(nb, l, row,
-                                                       SmallVector<ReassociationIndices>{{0, 1}});
-          Value at = arith::SubIOp::create(nb, l, unit, first);
-          Value out = tensor::InsertSliceOp::create(
-              nb, l, flat, carried[0], ArrayRef<OpFoldResult>{at, index(nb, 0)},
-              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, rowWidth)},
-              ArrayRef<OpFoldResult>{index(nb, 1), index(nb, 1)});
-          scf::YieldOp::create(nb, l, ValueRange{out});
+          auto [max, exps, sum] = chunkSoftmax(nb, l, byRow(scores), kvHeads * group);
+          Value e =
+              tensor::ExpandShapeOp::create(nb, l, cast<RankedTensorType>(scores.getType()), exps,
+                                            SmallVector<ReassociationIndices>{{0, 1}, {2}},
+                                            ArrayRef<OpFoldResult>{hf, index(nb, group), nf});
+          // o[h, g, d] = sum_t e[h, g, t] V[t, h, d].
+          Value o = builder->attentionWeightedSum(
+              nb, l, e, rows(values),
+              scratchSlice(nb, l, {kvHeads, group, headDim},
+                           {hf, index(nb, group), index(nb, headDim)}, 0.0f));
+          // Each head's row: per query head, o (head_dim), max, sum, at
+          // unit head * chunks + part of the tile.
+          auto headRows = scf::ForOp::create(
+              nb, l, constant(nb, l, 0), heads, constant(nb, l, 1), ValueRange{carried[0]},
+              [&](OpBuilder &rb, Location rl, Value h, ValueRange out) {
+                auto rindex = [&](int64_t v) -> OpFoldResult { return rb.getIndexAttr(v); };
+                Value row =
+                    tensor::EmptyOp::create(rb, rl, ArrayRef<int64_t>{group, headDim + 2}, f32);
+                Value stat = arith::MulIOp::create(rb, rl, h, constant(rb, rl, group));
+                auto put = [&](Value from, ArrayRef<OpFoldResult> offsets, int64_t column,
+                               int64_t columns) {
+                  auto type = RankedTensorType::get({group, columns}, f32);
+                  Value piece =
+                      from == o
+                          ? tensor::ExtractSliceOp::create(
+                                rb, rl, type, from, offsets,
+                                ArrayRef<OpFoldResult>{rindex(1), rindex(group), rindex(columns)},
+                                ArrayRef<OpFoldResult>{rindex(1), rindex(1), rindex(1)})
+                                .getResult()
+                          : tensor::ExpandShapeOp::create(
+                                rb, rl, type,
+                                tensor::ExtractSliceOp::create(
+                                    rb, rl, RankedTensorType::get({group}, f32), from, offsets,
+                                    ArrayRef<OpFoldResult>{rindex(group)},
+                                    ArrayRef<OpFoldResult>{rindex(1)}),
+                                SmallVector<ReassociationIndices>{{0, 1}})
+                                .getResult();
+                  row = tensor::InsertSliceOp::create(
+                      rb, rl, piece, row, ArrayRef<OpFoldResult>{rindex(0), rindex(column)},
+                      ArrayRef<OpFoldResult>{rindex(group), rindex(columns)},
+                      ArrayRef<OpFoldResult>{rindex(1), rindex(1)});
+                };
+                put(o, {h, rindex(0), rindex(0)}, 0, headDim);
+                put(max, {stat}, headDim, 1);
+                put(sum, {stat}, headDim + 1, 1);
+                Value flat = tensor::CollapseShapeOp::create(
+                    rb, rl, row, SmallVector<ReassociationIndices>{{0, 1}});
+                Value unit = arith::AddIOp::create(
+                    rb, rl,
+                    arith::MulIOp::create(rb, rl, arith::AddIOp::create(rb, rl, head, h),
+                                          constant(rb, rl, chunks)),
+                    part);
+                Value at = arith::SubIOp::create(rb, rl, unit, first);
+                Value next = tensor::InsertSliceOp::create(
+                    rb, rl, flat, out[0], ArrayRef<OpFoldResult>{at, rindex(0)},
+                    ArrayRef<OpFoldResult>{rindex(1), rindex(rowWidth)},
+                    ArrayRef<OpFoldResult>{rindex(1), rindex(1)});
+                scf::YieldOp::create(rb, rl, ValueRange{next});
+              });
+          scf::YieldOp::create(nb, l, headRows.getResults());
         });
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
     return success();

@@ -30,6 +30,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);
+    populateLowerFlashAttentionPatterns(patterns, builder);
     populateLowerPagedAttentionPatterns(patterns, builder);
     populateLowerRoPEPatterns(patterns, /*vectorTable=*/true);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

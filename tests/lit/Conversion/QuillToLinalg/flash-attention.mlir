@@ -2,22 +2,35 @@
 
 // Partials of units [b, e): unit u is kv head u / 4, chunk u % 4, positions
 // [256 c, min(256 (c + 1), pos + 1)); per query head the row holds o, max, sum.
+// The tile is taken chunk by chunk: at chunk c its units are kv heads
+// [(b + 3 - c) / 4, (e + 3 - c) / 4), handed to the builder together.
 // CHECK-LABEL: func.func @partial
 // CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
 // CHECK: %[[N:.*]] = arith.addi %[[POS]], %c1
-// CHECK: scf.for %[[U:.*]] = %[[B]] to %[[E]] step %c1
-// CHECK: arith.divui %[[U]], %c4
-// CHECK: arith.remui %[[U]], %c4
+// CHECK: scf.for %[[C:.*]] = %c0 to %c4 step %c1
+// CHECK: %[[BU:.*]] = arith.addi %[[B]], %c3
+// CHECK: %[[BD:.*]] = arith.subi %[[BU]], %[[C]]
+// CHECK: %[[H0:.*]] = arith.divui %[[BD]], %c4
+// CHECK: %[[EU:.*]] = arith.addi %[[E]], %c3
+// CHECK: %[[ED:.*]] = arith.subi %[[EU]], %[[C]]
+// CHECK: %[[H1:.*]] = arith.divui %[[ED]], %c4
+// CHECK: %[[HEADS:.*]] = arith.subi %[[H1]], %[[H0]]
 // CHECK: arith.minui %{{.*}}, %[[N]]
-// The scores and the weighted sum are the kernel builder's forms over one kv
-// head: q as [1, group, d], the chunk's cache rows as [n, 1, d].
-// CHECK: bufferization.alloc_tensor() : tensor<1x2x256xf32>
-// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [%{{.*}}, 1, 8] : tensor<?x8xf32> into tensor<?x1x8xf32>
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<1x2x?xf32>)
+// The scores and the weighted sum are the kernel builder's forms over the
+// chunk's kv heads: q as [heads, group, d], the cache rows as [n, heads, d].
+// CHECK: tensor.extract_slice %{{.*}}{{\[}}%[[H0]], 0, 0] [%[[HEADS]], 2, 8]
+// CHECK: bufferization.alloc_tensor() : tensor<2x2x256xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} : tensor<?x2x8xf32>, tensor<?x?x8xf32>) outs(%{{.*}} : tensor<?x2x?xf32>)
 // CHECK: arith.maximumf
 // CHECK: math.exp
+// Each head's row lands at unit (h0 + h) * 4 + c of the tile.
+// CHECK: scf.for %[[H:.*]] = %c0 to %[[HEADS]] step %c1
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 8] [2, 1] [1, 1]
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 9] [2, 1] [1, 1]
+// CHECK: %[[HEAD:.*]] = arith.addi %[[H0]], %[[H]]
+// CHECK: %[[ROW:.*]] = arith.muli %[[HEAD]], %c4
+// CHECK: %[[UNIT:.*]] = arith.addi %[[ROW]], %[[C]]
+// CHECK: arith.subi %[[UNIT]], %[[B]]
 func.func @partial(%q: tensor<32xf32>, %k: tensor<1024x16xf32>, %v: tensor<1024x16xf32>, %pos: index, %b: index, %e: index) -> tensor<?x20xf32> {
   %p = quill.attention_partial %q, %k, %v at %pos tile[%b, %e] {chunk = 256 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<32xf32>, tensor<1024x16xf32>, tensor<1024x16xf32> -> tensor<?x20xf32>
   return %p : tensor<?x20xf32>

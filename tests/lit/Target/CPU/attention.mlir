@@ -127,13 +127,14 @@ func.func @attention_small_heads(%q: tensor<32xf32>, %k: tensor<32x16xf32>, %v: 
 // -----
 
 // Heads of 32 elements over an f16 cache take the wide-head microkernels:
-// per kv head and position, the key row is read as two vector<16xf16>
-// widened to f32 once, each query head's score is a multiply, an FMA and
-// one horizontal sum; the weighted sum carries 2 vectors per query head
-// (4 in all) through the loop over positions, each value row read once.
+// per position and kv head (positions outermost: the cache is read in the
+// order it lies), the key row is read as two vector<16xf16> widened to f32
+// once, each query head's score is a multiply, an FMA and one horizontal
+// sum; the weighted sum carries 2 vectors per query head (4 in all) through
+// the loop over positions, each value row read once.
 // CHECK-LABEL: func.func @attention_wide_heads
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // CHECK: %[[K0:.*]] = vector.transfer_read %{{.*}}[%[[T]], %[[K]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x2x32xf16>, vector<16xf16>
 // CHECK-NEXT: arith.extf %[[K0]] : vector<16xf16> to vector<16xf32>
 // CHECK-COUNT-2: vector.reduction <add>
@@ -148,4 +149,26 @@ func.func @attention_wide_heads(%q: tensor<128xf32>, %k: tensor<32x64xf16>, %v: 
   %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64}
       : tensor<128xf32>, tensor<32x64xf16>, tensor<32x64xf16> -> tensor<128xf32>
   return %o : tensor<128xf32>
+}
+
+// -----
+
+// 16 kv heads of 32 elements: the weighted sum takes a span of 12 kv heads
+// at once (24 accumulators), reading 12 heads' value rows side by side per
+// position, then the 4 left one at a time.
+// CHECK-LABEL: func.func @attention_wide_head_spans
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %c16 step %{{.*}} iter_args
+// CHECK: vector.transfer_read %{{.*}}{{\[}}%[[T]], %[[K]], %c0]
+// CHECK: math.exp
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-24: vector.fma
+// CHECK: scf.for %[[REST:.*]] = %c12 to %c16 step %c1
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+// CHECK: return
+func.func @attention_wide_head_spans(%q: tensor<512xf32>, %k: tensor<32x512xf16>, %v: tensor<32x512xf16>,
+                                     %pos: index) -> tensor<512xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 16 : i64, num_kv_heads = 16 : i64}
+      : tensor<512xf32>, tensor<32x512xf16>, tensor<32x512xf16> -> tensor<512xf32>
+  return %o : tensor<512xf32>
 }
