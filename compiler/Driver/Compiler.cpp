@@ -9,6 +9,7 @@
 #include "compiler/Import/ModelSource.h"
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
+#include "compiler/Inspect/DispatchGraph.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Pipeline/Registration.h"
 #include "compiler/Pipeline/SharedStages.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -119,6 +121,30 @@ Status checkKVTypeFits(const CompileOptions &options, const ModelConfig &config)
                        "multiple of 32; this model's is " +
                        std::to_string(config.headDim()));
 }
+/// Hands the module, as it is at its place in the pipeline, to a reader
+/// (the dispatch graph after the kernels stage); changes nothing.
+struct ReadModulePass : mlir::PassWrapper<ReadModulePass, mlir::OperationPass<mlir::ModuleOp>> {
+  explicit ReadModulePass(std::function<void(mlir::ModuleOp)> read) : read(std::move(read)) {}
+  llvm::StringRef getArgument() const override { return kReadModulePass; }
+  void runOnOperation() override {
+    read(getOperation());
+    markAllAnalysesPreserved();
+  }
+  std::function<void(mlir::ModuleOp)> read;
+};
+
+/// Writes `text` to `path`, or says why not.
+Status writeText(const std::string &path, const std::string &text) {
+  std::error_code error;
+  llvm::raw_fd_ostream file(path, error);
+  if (error)
+    return Status::error(path + ": cannot write: " + error.message());
+  file << text;
+  file.close();
+  if (file.has_error())
+    return Status::error(path + ": cannot write: " + file.error().message());
+  return Status::ok();
+}
 } // namespace
 
 Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
@@ -174,7 +200,8 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return Status::error(options.modelPath + ": the imported step does not verify");
 
   // Every MLIR stage up to the one to print (all of them for an artifact).
-  const std::string last = options.emit.value_or(target->stages().back());
+  const bool emitDot = options.emit == std::string("dot");
+  const std::string last = emitDot ? kGraphStage : options.emit.value_or(target->stages().back());
   mlir::PassManager pm(&context);
   IRDumper *dumper = nullptr;
   if (!options.dumpDir.empty()) {
@@ -191,10 +218,25 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     pm.enableTiming();
   std::string pipelineErrors;
   llvm::raw_string_ostream errors(pipelineErrors);
-  if (mlir::failed(addLoweringPasses(pm, *target, last, options.pipeline, errors)))
+  // --graph: the dispatch graph is drawn from the module after the kernels
+  // stage, on the way to the artifact.
+  std::string graph;
+  auto drawGraph = [&](mlir::OpPassManager &stagePasses, llvm::StringRef stage) {
+    if (!options.graphPath.empty() && stage == kGraphStage)
+      stagePasses.addPass(std::make_unique<ReadModulePass>(
+          [&](mlir::ModuleOp at) { graph = dispatchGraphDot(at, modelName); }));
+  };
+  if (mlir::failed(addLoweringPasses(pm, *target, last, options.pipeline, errors, drawGraph)))
     return Status::error(llvm::StringRef(pipelineErrors).trim().str());
   if (mlir::failed(pm.run(*module)))
     return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
+  if (emitDot) {
+    out << dispatchGraphDot(*module, modelName);
+    return Status::ok();
+  }
+  if (!options.graphPath.empty())
+    if (Status s = writeText(options.graphPath, graph); !s)
+      return s;
   if (options.emit && target->printsModuleAt(*options.emit)) {
     module->print(out);
     return Status::ok();

@@ -18,7 +18,8 @@ struct CompileOptions {
   std::string tokenizerPath;
   std::string chatTemplatePath;    ///< Embedded instead of the model's own template.
   std::string outputPath;          ///< The artifact; unused when emitting.
-  std::optional<std::string> emit; ///< Print this stage (of the target's) and stop.
+  std::optional<std::string> emit; ///< Print this stage (of the target's, or "dot") and stop.
+  std::string graphPath;           ///< The steps' dispatch graph (DOT) is written here too.
   std::string dumpDir;             ///< IR after every pass, numbered files.
   bool timing = false;             ///< Per-pass timing report on stderr.
   int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
@@ -27,6 +28,13 @@ struct CompileOptions {
   KVType kvType = KVType::F32;     ///< The KV cache's element type (--kv-type).
   PipelineOptions pipeline;        ///< The target and its options.
 };
+
+/// The stage the dispatch graph is drawn at (--emit=dot, --graph): every
+/// step's schedule and its outlined kernels, after fusion.
+inline constexpr const char *kGraphStage = "kernels";
+/// The pass through which the driver reads the module mid-pipeline (the
+/// IR dump leaves it out: it changes nothing).
+inline constexpr const char *kReadModulePass = "quill-read-module";
 
 /// Compiles; printed stages go to `out`. The error names the input and
 /// what is wrong.

@@ -1,6 +1,8 @@
 // Numbered IR files after each pass.
 #include "compiler/Driver/IRDumper.h"
 
+#include "compiler/Driver/Compiler.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,7 +39,7 @@ void IRDumper::dumpText(llvm::StringRef text, llvm::StringRef what, llvm::String
 void IRDumper::runAfterPass(mlir::Pass *pass, mlir::Operation *op) {
   // A pass nested under another op (func.func(...)) is dumped once, with the
   // whole module, when its adaptor at the top level finishes.
-  if (op->getParentOp())
+  if (op->getParentOp() || pass->getArgument() == kReadModulePass)
     return;
   std::string pipeline;
   llvm::raw_string_ostream os(pipeline);

@@ -24,7 +24,7 @@ const std::string emitHelp = [] {
   for (const quill::Target *target : quill::allTargets())
     help += " " + target->name().str() + ": " + target->stageList() + ";";
   help.pop_back();
-  return help;
+  return help + "; or dot: every step's dispatch graph after fusion (Graphviz)";
 }();
 /// The --target help: every registered target.
 const std::string targetHelp = [] {
@@ -58,6 +58,11 @@ struct Flags {
   cl::opt<std::string> output{"o", cl::desc("Artifact to write"), cl::value_desc("file"),
                               cl::cat(category)};
   cl::opt<std::string> emit{"emit", cl::desc(emitHelp), cl::value_desc("stage"), cl::cat(category)};
+  cl::opt<std::string> graph{
+      "graph",
+      cl::desc("Also write every step's dispatch graph after fusion, in Graphviz DOT (render it "
+               "with dot -Tsvg)"),
+      cl::value_desc("file.dot"), cl::cat(category)};
   cl::opt<std::string> dumpDir{"dump-ir-after-all",
                                cl::desc("Write the IR after every pass to numbered files in DIR"),
                                cl::value_desc("DIR"), cl::cat(category)};
@@ -149,6 +154,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   options.chatTemplatePath = flags.chatTemplate;
   options.outputPath = flags.output;
   options.dumpDir = flags.dumpDir;
+  options.graphPath = flags.graph;
   options.timing = flags.timing;
   options.pipeline.cpu = flags.cpu;
   if (flags.grain <= 0 || flags.grain > (1 << 20)) {
@@ -224,10 +230,10 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
     return false;
   }
   if (!flags.emit.empty()) {
-    if (!chosen->stageIndex(flags.emit)) {
+    if (flags.emit != "dot" && !chosen->stageIndex(flags.emit)) {
       llvm::errs() << "quill-compile: unknown --emit stage '" << flags.emit
                    << "' for --target=" << flags.target << " (expected " << chosen->stageList()
-                   << ")\n";
+                   << " or dot)\n";
       return false;
     }
     options.emit = flags.emit;

@@ -71,7 +71,8 @@ void OutlineKernelsPass::runOnOperation() {
   SymbolTable symbols(module);
   llvm::StringMap<std::string> kernelsByKey;
   for (auto [function, scratch, stepInputs] : llvm::zip(steps, scratchBytes, inputs)) {
-    SmallVector<std::tuple<std::string, SmallVector<Attribute>, Tiling, SmallVector<int64_t>>>
+    SmallVector<
+        std::tuple<std::string, SmallVector<Attribute>, Tiling, SmallVector<int64_t>, Location>>
         launches;
     BindingAttr logits;
     for (Operation &op : function.getBody().front()) {
@@ -108,7 +109,8 @@ void OutlineKernelsPass::runOnOperation() {
         writes.push_back(bindings.size());
         bindings.push_back(plan.bindings.lookup(op.getResult(0)));
       }
-      launches.emplace_back(kernelName, bindings, tiling, writes);
+      // The op's location (its layer: loc("layer3")) stays with the launch.
+      launches.emplace_back(kernelName, bindings, tiling, writes, op.getLoc());
     }
     if (!logits) {
       function.emitError("quill-outline-kernels: @") << function.getName() << " returns no logits";
@@ -123,9 +125,9 @@ void OutlineKernelsPass::runOnOperation() {
         encodings.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, encodings),
         rowGroups.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, rowGroups));
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
-    for (auto &[kernel, bindings, tiling, writes] : launches)
-      DispatchOp::create(b, function.getLoc(), kernel, b.getArrayAttr(bindings), tiling.work,
-                         tiling.grain, tiling.liveRows, b.getDenseI64ArrayAttr(writes));
+    for (auto &[kernel, bindings, tiling, writes, loc] : launches)
+      DispatchOp::create(b, loc, kernel, b.getArrayAttr(bindings), tiling.work, tiling.grain,
+                         tiling.liveRows, b.getDenseI64ArrayAttr(writes));
   }
   for (func::FuncOp function : steps)
     function.erase();

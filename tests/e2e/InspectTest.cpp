@@ -1,0 +1,172 @@
+// Inspection: quill-compile --emit=dot and --graph draw every step's
+// dispatch graph. Graphviz (installed by setup) must parse and render it,
+// and its nodes must stand for the artifact's dispatches exactly: each
+// dispatch of each schedule once, under its own kernel's name.
+#include "TestSupport.h"
+
+#include "runtime/artifact/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace quill::test {
+namespace {
+
+/// A node of the canonical DOT: its id, first label line, and the schedule
+/// indices in its comment ("dispatches 1 6 11").
+struct GraphNode {
+  std::string label;
+  std::vector<size_t> dispatches;
+};
+
+/// Nodes by id, from `dot -Tcanon` output (one node statement per line).
+std::map<std::string, GraphNode> parseCanonical(const std::string &canon) {
+  std::map<std::string, GraphNode> nodes;
+  // Attributes come in any order; ids may be quoted.
+  static const std::regex idPattern(R"re(^\s*"?(\w+)"?\s*\[)re");
+  static const std::regex commentPattern(R"re(comment="dispatches ([0-9 ]+)")re");
+  static const std::regex labelPattern(R"re(label="([^"]*)")re");
+  std::istringstream lines(canon);
+  std::string line, statement;
+  while (std::getline(lines, line)) {
+    // -Tcanon spreads a statement's attributes over lines, ';' ends it
+    // (and '{' or '}' a line of their own).
+    statement += line;
+    if (line.empty() || (line.back() != ';' && line.back() != '{' && line.back() != '}'))
+      continue;
+    std::smatch id, comment, label;
+    if (std::regex_search(statement, id, idPattern) &&
+        std::regex_search(statement, comment, commentPattern) &&
+        std::regex_search(statement, label, labelPattern)) {
+      GraphNode node;
+      node.label = label[1];
+      std::istringstream indices(comment[1].str());
+      size_t i;
+      while (indices >> i)
+        node.dispatches.push_back(i);
+      nodes[id[1]] = node;
+    }
+    statement.clear();
+  }
+  return nodes;
+}
+
+/// Each dispatch of `schedule` is in exactly one `step`_ node, whose label
+/// names the kernel it launches.
+void expectNodesCoverSchedule(const std::map<std::string, GraphNode> &nodes,
+                              const std::string &step, const Schedule &schedule) {
+  std::vector<int> seen(schedule.dispatches.size(), 0);
+  size_t drawn = 0;
+  for (const auto &[id, node] : nodes) {
+    if (id.rfind(step + "_d", 0) != 0)
+      continue;
+    ++drawn;
+    for (size_t d : node.dispatches) {
+      ASSERT_LT(d, schedule.dispatches.size()) << step << " node " << id;
+      ++seen[d];
+      // The node's kernel first; another layer's kernels after "layers: ".
+      const std::string &kernel = schedule.kernels[schedule.dispatches[d].kernel];
+      EXPECT_TRUE(node.label.rfind(kernel + "\\n", 0) == 0 ||
+                  node.label.find(": " + kernel) != std::string::npos)
+          << step << " dispatch " << d << " (" << kernel << ") drawn as " << id << ": "
+          << node.label;
+    }
+  }
+  for (size_t d = 0; d < seen.size(); ++d)
+    EXPECT_EQ(seen[d], 1) << step << " dispatch " << d << " is drawn " << seen[d] << " times";
+  // The layers are drawn once: fewer nodes than dispatches.
+  EXPECT_LT(drawn, schedule.dispatches.size()) << step;
+}
+
+TEST(Inspect, DispatchGraphDrawsEveryDispatchOfEveryStepOnce) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  const std::string dotFile = tempDir() + "/inspect-graph.dot";
+  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "inspect-graph",
+                                     "--graph " + quote(dotFile));
+  ASSERT_FALSE(path.empty());
+  auto artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+
+  CommandResult canon = run("dot -Tcanon " + quote(dotFile));
+  ASSERT_EQ(canon.exitCode, 0) << "Graphviz's dot (setup installs graphviz): " << canon.err;
+  auto nodes = parseCanonical(canon.out);
+  expectNodesCoverSchedule(nodes, "step", artifact->schedule());
+  ASSERT_NE(artifact->prefillSchedule(), nullptr);
+  expectNodesCoverSchedule(nodes, "prefill", *artifact->prefillSchedule());
+  ASSERT_NE(artifact->batchSchedule(), nullptr);
+  expectNodesCoverSchedule(nodes, "batch", artifact->batchSchedule()->schedule);
+
+  // stories260K's 5 layers are one cluster each step, with their count.
+  std::string dot = readFile(dotFile);
+  EXPECT_NE(dot.find("layer x 5: 5 dispatches each"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("layer x 5: 11 dispatches each"), std::string::npos) << dot;
+
+  // It renders, and --emit=dot prints the same graph without an artifact.
+  CommandResult svg = run("dot -Tsvg " + quote(dotFile));
+  ASSERT_EQ(svg.exitCode, 0) << svg.err;
+  EXPECT_NE(svg.out.find("<svg"), std::string::npos);
+  CommandResult emitted = run(quote(tool("quill-compile")) + " " + quote(model) + " --emit=dot");
+  ASSERT_EQ(emitted.exitCode, 0) << emitted.err;
+  EXPECT_EQ(emitted.out, dot);
+}
+
+TEST(Inspect, DispatchGraphFiguresFollowTheShapes) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) + " --emit=dot");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // stories260K: dim 64, hidden 172, 8 heads of 8 (4 kv heads), vocab 512,
+  // context 512, f32. The decode step's products are 2 FLOPs per weight:
+  // logits 512 x 64, the gate-up pack 344 x 64; attention reads 4 FLOPs
+  // per query element (64) and a key and a value row (32 floats each) per
+  // cached position.
+  EXPECT_NE(r.out.find("logits_64_512x64\\nlogits\\nweights f32 131 kB\\n65.5 kFLOP"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("linear+rmsnorm+swiglu\\nweights f32 88.1 kB\\n44 kFLOP"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("256 FLOP per cached position\\nmoves 512 B + KV 256 B per position"),
+            std::string::npos);
+}
+
+TEST(Inspect, LayersThatDifferAreDrawnAsTheirOwnGroups) {
+  // q4_k_m keeps attn_v and ffn_down in Q6_K in llama.cpp's layers: of 8,
+  // the first and last eighth and every third from the first eighth's end
+  // (0, 3, 6, 7). Their q, k and v then differ in type and are not fused
+  // into one projection: those layers launch other kernels, so the decode
+  // step draws two groups of layers, each once.
+  ModelConfig config = llamaShape(256, 512, 8, 4, 4, 320, 64);
+  std::string model = synthesizeModel(config, "inspect-mixed", 0, 7);
+  const std::string dotFile = tempDir() + "/inspect-mixed.dot";
+  CommandResult r = run(quote(tool("quill-compile")) + " " + quote(model) +
+                        " --quantize=q4_k_m --emit=dot > " + quote(dotFile));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r.out = readFile(dotFile);
+  EXPECT_NE(r.out.find("\"layers 0, 3, 6-7 (x4): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"layers 1-2, 4-5 (x4): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weights q6_k"), std::string::npos);
+  EXPECT_NE(r.out.find("weights q4_k"), std::string::npos);
+  CommandResult canon = run("dot -Tcanon " + quote(dotFile));
+  EXPECT_EQ(canon.exitCode, 0) << canon.err;
+}
+
+TEST(Inspect, GraphToAnUnwritablePathIsOneLine) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  CommandResult r =
+      run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+          quote(sharedModel("stories260K/tok512.bin")) + " -o " +
+          quote(tempDir() + "/inspect-bad.qm") + " --graph /nonexistent-dir/graph.dot");
+  expectCleanFailure(r, "/nonexistent-dir/graph.dot: cannot write");
+}
+
+} // namespace
+} // namespace quill::test
