@@ -3,6 +3,7 @@
 
 #include "runtime/artifact/KernelContract.h"
 #include "runtime/device/KernelWaves.h"
+#include "runtime/support/Trace.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
@@ -210,6 +211,9 @@ void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
     const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
     if (work <= 0)
       return;
+    // The launch on the thread that issued it; its pieces on the workers.
+    trace::Scope traced("kernel", launch.name,
+                        trace::enabled() ? trace::Args().add("units", work) : trace::Args());
     if (!launch.parallel || arena_.max_concurrency() == 1 || work <= launch.grain) {
       launch.kernel(args, token, pos, 0, work);
       return;
@@ -220,6 +224,10 @@ void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
       tbb::parallel_for(
           tbb::blocked_range<int64_t>(0, work, launch.grain),
           [&](const tbb::blocked_range<int64_t> &range) {
+            trace::Scope piece(
+                "piece", launch.name,
+                trace::enabled() ? trace::Args().add("begin", range.begin()).add("end", range.end())
+                                 : trace::Args());
             launch.kernel(args, token, pos, range.begin(), range.end());
           },
           tbb::static_partitioner());
@@ -233,11 +241,16 @@ void CpuDevice::runDispatch(bool prefill, size_t index, int32_t token, int32_t p
 }
 
 void CpuDevice::step(int32_t token, int32_t pos) {
+  trace::Scope traced("step", "decode step",
+                      trace::enabled() ? trace::Args().add("pos", pos) : trace::Args());
   run(launches_, stepWaves_, token, pos);
   logits_ = stepLogits_;
 }
 
 void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
+  trace::Scope traced("step", "prefill step",
+                      trace::enabled() ? trace::Args().add("pos", pos).add("tokens", prefillChunk_)
+                                       : trace::Args());
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
   run(prefillLaunches_, prefillWaves_, /*token=*/0, pos);
   logits_ = prefillLogits_;
@@ -285,6 +298,10 @@ int32_t *CpuDevice::batchTables() {
 }
 
 void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
+  trace::Scope traced("step", "batch step",
+                      trace::enabled()
+                          ? trace::Args().add("rows", rows).add("logit_rows", logitRows)
+                          : trace::Args());
   const BatchLayout &l = *batchLayout();
   // Rows past the live ones: token 0 at position 0 of the reserved block.
   for (int32_t r = rows; r < l.rows; ++r) {

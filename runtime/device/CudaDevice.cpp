@@ -2,6 +2,7 @@
 #include "runtime/device/CudaDevice.h"
 
 #include "runtime/artifact/KernelContract.h"
+#include "runtime/support/Trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -348,6 +349,8 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
 }
 
 void CudaDevice::step(int32_t token, int32_t pos) {
+  trace::Scope traced("step", "decode step",
+                      trace::enabled() ? trace::Args().add("pos", pos) : trace::Args());
   if (!error_)
     return;
   Status s = makeCurrent();
@@ -357,6 +360,8 @@ void CudaDevice::step(int32_t token, int32_t pos) {
 }
 
 void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
+  trace::Scope traced("step", "prefill step",
+                      trace::enabled() ? trace::Args().add("pos", pos) : trace::Args());
   if (!error_)
     return;
   Status s = makeCurrent();

@@ -1,6 +1,8 @@
 // The paged KV cache: block pool, free list, reference counts and copy-on-write.
 #include "runtime/kv_cache/PagedKVCache.h"
 
+#include "runtime/support/Trace.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -128,6 +130,13 @@ PagedKVCache::SequenceId PagedKVCache::fork(SequenceId parent) {
   for (int32_t block : to.table)
     if (block != kTrashBlock) // Dropped by a sliding window.
       ++refCounts_[block];
+  if (trace::enabled())
+    trace::instant("kv", "fork",
+                   trace::Args()
+                       .add("parent", parent)
+                       .add("child", child)
+                       .add("positions", to.length)
+                       .add("shared_blocks", int64_t(to.table.size())));
   return child;
 }
 
@@ -201,6 +210,13 @@ int32_t PagedKVCache::dropBefore(SequenceId seq, int32_t position) {
       s.table[j] = kTrashBlock;
       ++released;
     }
+  if (released && trace::enabled())
+    trace::instant("kv", "free blocks",
+                   trace::Args()
+                       .add("sequence", seq)
+                       .add("blocks", released)
+                       .add("reason", std::string("outside the window"))
+                       .add("free_blocks", freeBlocks()));
   return released;
 }
 
@@ -214,7 +230,15 @@ bool PagedKVCache::holdsPositions(SequenceId seq, int32_t n) const {
 }
 
 void PagedKVCache::free(SequenceId seq) {
+  const int32_t before = freeBlocks();
   truncate(seq, 0);
+  if (trace::enabled())
+    trace::instant("kv", "free blocks",
+                   trace::Args()
+                       .add("sequence", seq)
+                       .add("blocks", freeBlocks() - before)
+                       .add("reason", std::string("sequence done"))
+                       .add("free_blocks", freeBlocks()));
   sequences_[seq].live = false;
   freeSlots_.push_back(seq);
   --liveSequences_;

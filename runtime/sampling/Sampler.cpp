@@ -4,6 +4,7 @@
 #include "runtime/sampling/Logprobs.h"
 #include "runtime/sampling/PenaltyPasses.h"
 #include "runtime/sampling/SamplerPasses.h"
+#include "runtime/support/Trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -285,6 +286,8 @@ int32_t SamplerChain::sample(const float *logits, int32_t vocabSize) {
       logprobs_->measure(c, ctx_);
       measured = true;
     }
+    trace::Scope traced("sampling", pass->name(),
+                        trace::enabled() ? trace::Args().add("candidates", c.size) : trace::Args());
     pass->apply(c, ctx_);
   }
   if (logprobs_ && !measured)
@@ -315,8 +318,10 @@ void SamplerChain::process(const float *logits, int32_t vocabSize, float *out) {
   c.size = vocabSize;
   c.byId = true;
   for (auto &pass : passes_)
-    if (!pass->selects())
+    if (!pass->selects()) {
+      trace::Scope traced("sampling", pass->name());
       pass->apply(c, ctx_);
+    }
   std::fill_n(out, vocabSize, -kInf);
   for (int32_t i = 0; i < c.size; ++i)
     out[data[i].id] = data[i].logit;

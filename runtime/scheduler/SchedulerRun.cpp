@@ -5,6 +5,7 @@
 #include "runtime/scheduler/Admission.h"
 #include "runtime/scheduler/BeamGroups.h"
 #include "runtime/scheduler/SampleFanOut.h"
+#include "runtime/support/Trace.h"
 
 #include <algorithm>
 
@@ -142,12 +143,16 @@ void Run::admit() {
       waiting_.pop_front();
       continue;
     }
-    if (slots.kind == Verdict::Wait)
+    if (slots.kind == Verdict::Wait) {
+      traceWait(index, "no free sequence slot");
       return;
+    }
     const std::vector<int32_t> &prompt = prompts_[index];
     std::optional<PrefixRetention::Donor> donor = prefixes_.findDonor(prompt, live_);
-    if (!donor)
-      return; // A prompt in prefill computes more of this one first.
+    if (!donor) {
+      traceWait(index, "a prompt in prefill computes its prefix first");
+      return;
+    }
     int32_t maxPositions =
         maxPositionsFor(int32_t(prompt.size()), request.maxNewTokens, config_.seqLen);
     std::unique_ptr<Sequence> q =
@@ -155,8 +160,10 @@ void Run::admit() {
     Verdict budget = judgeBudget(cache_, live_, *q, !prefixes_.empty());
     if (budget.kind != Verdict::Admit) {
       cache_.free(q->kv);
-      if (budget.kind == Verdict::Wait)
+      if (budget.kind == Verdict::Wait) {
+        traceWait(index, "not enough free KV blocks");
         return; // Until blocks free up.
+      }
       if (budget.kind == Verdict::Reject) {
         fail(index, budget.error);
         waiting_.pop_front();
@@ -167,13 +174,36 @@ void Run::admit() {
     }
     waiting_.pop_front();
     stats_.prefixTokensReused += donor->shared;
+    if (trace::enabled()) {
+      if (donor->shared > 0)
+        trace::instant("scheduler", "prefix reuse",
+                       trace::Args().add("request", int64_t(index)).add("tokens", donor->shared));
+      trace::instant("scheduler", "admit",
+                     trace::Args()
+                         .add("request", int64_t(index))
+                         .add("width", width)
+                         .add("prompt_tokens", int64_t(prompt.size()))
+                         .add("live_sequences", int64_t(live_.size()) + 1)
+                         .add("free_blocks", cache_.freeBlocks()));
+    }
     startGroup(*q, request);
     live_.push_back(std::move(q));
   }
   stats_.peakSequences = std::max(stats_.peakSequences, int32_t(live_.size()));
 }
 
+void Run::traceWait(size_t index, const char *reason) {
+  if (trace::enabled())
+    trace::instant("scheduler", "wait",
+                   trace::Args()
+                       .add("request", int64_t(index))
+                       .add("reason", std::string(reason))
+                       .add("live_sequences", int64_t(live_.size()))
+                       .add("free_blocks", cache_.freeBlocks()));
+}
+
 Status Run::step() {
+  trace::Scope traced("scheduler", "schedule and run a batch step");
   std::vector<RowPlan> plans = planRows(cache_, live_, layout_.rows, options_.prefillFirst);
   if (Status s = claimPositions(cache_, live_, plans); !s)
     return s;

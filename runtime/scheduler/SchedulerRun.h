@@ -60,6 +60,8 @@ private:
   void queueRequest(size_t index);
   /// Admits requests from the head of the queue while they fit.
   void admit();
+  /// Records (with --trace) that request `index` waits, and why.
+  void traceWait(size_t index, const char *reason);
   /// The cache sequence a new prompt starts in: a fork of `donor` cut to
   /// the positions they share, or an empty one.
   PagedKVCache::SequenceId startingSequence(const PrefixRetention::Donor &donor);

@@ -2,11 +2,15 @@
 // dispatch graph. Graphviz (installed by setup) must parse and render it,
 // and its nodes must stand for the artifact's dispatches exactly: each
 // dispatch of each schedule once, under its own kernel's name.
+// quill-run --trace writes trace-event JSON whose kernel events are
+// --profile's launches and whose scheduler events are the run's decisions.
 #include "TestSupport.h"
 
 #include "runtime/artifact/Artifact.h"
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <regex>
@@ -166,6 +170,123 @@ TEST(Inspect, GraphToAnUnwritablePathIsOneLine) {
           quote(sharedModel("stories260K/tok512.bin")) + " -o " +
           quote(tempDir() + "/inspect-bad.qm") + " --graph /nonexistent-dir/graph.dot");
   expectCleanFailure(r, "/nonexistent-dir/graph.dot: cannot write");
+}
+
+/// The trace's events, after checking each has what the trace-event format
+/// asks of its phase (ph, ts, tid; dur for spans).
+std::vector<nlohmann::json> readTrace(const std::string &path) {
+  auto json = nlohmann::json::parse(readFile(path), nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(json.is_object() && json["traceEvents"].is_array()) << path;
+  std::vector<nlohmann::json> events;
+  if (!json.is_object() || !json["traceEvents"].is_array())
+    return events;
+  for (const auto &e : json["traceEvents"]) {
+    EXPECT_TRUE(e["ph"].is_string() && e["name"].is_string() && e["tid"].is_number_integer() &&
+                e["pid"].is_number_integer() && e["ts"].is_number())
+        << e.dump();
+    if (e["ph"] == "X")
+      EXPECT_TRUE(e["dur"].is_number() && e["dur"].get<double>() >= 0) << e.dump();
+    events.push_back(e);
+  }
+  return events;
+}
+
+/// How many events of `category` there are by name.
+std::map<std::string, long long> countByName(const std::vector<nlohmann::json> &events,
+                                             const std::string &category) {
+  std::map<std::string, long long> counts;
+  for (const auto &e : events)
+    if (e.value("cat", "") == category)
+      ++counts[e["name"].get<std::string>()];
+  return counts;
+}
+
+TEST(Inspect, TraceKernelEventsAreProfileLaunches) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path =
+      compileArtifact(model, sharedModel("stories260K/tok512.bin"), "inspect-trace", "");
+  ASSERT_FALSE(path.empty());
+  const std::string traceFile = tempDir() + "/inspect-trace.json";
+  // A prompt longer than a prefill chunk (64 tokens), then decode steps,
+  // sampled through a chain.
+  std::string prompt;
+  for (int i = 0; i < 10; ++i)
+    prompt += "Once upon a time there was a little girl. ";
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " -n 12 --temp 0.8 --top-k 40 --seed 3 --threads 2 --profile --prompt " +
+                        quote(prompt) + " --trace " + quote(traceFile));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<nlohmann::json> events = readTrace(traceFile);
+  std::map<std::string, long long> launches;
+  for (const auto &[kernel, row] : parseProfile(r.err))
+    launches[kernel] = row.launches;
+  ASSERT_FALSE(launches.empty()) << r.err;
+  EXPECT_EQ(countByName(events, "kernel"), launches);
+  std::map<std::string, long long> steps = countByName(events, "step");
+  EXPECT_GE(steps["prefill step"], 1);
+  EXPECT_GE(steps["decode step"], 11);
+  // Every sampled token ran the chain: top-k, temperature, dist (one each).
+  std::map<std::string, long long> sampling = countByName(events, "sampling");
+  EXPECT_EQ(sampling["top-k"], 12);
+  EXPECT_EQ(sampling["dist"], 12);
+  // The threads are named; every event's thread is one of them.
+  std::set<long long> named, used;
+  for (const auto &e : events)
+    (e["ph"] == "M" ? named : used).insert(e["tid"].get<long long>());
+  for (long long tid : used)
+    EXPECT_TRUE(named.count(tid)) << tid;
+}
+
+TEST(Inspect, TraceRecordsTheSchedulersDecisions) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path =
+      compileArtifact(model, sharedModel("stories260K/tok512.bin"), "inspect-trace-batch", "");
+  ASSERT_FALSE(path.empty());
+  const std::string traceFile = tempDir() + "/inspect-trace-samples.json";
+  // Three samples of one prompt: one admission, two forks of its cache,
+  // three sequences' blocks freed, one batch step per token.
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " -n 6 --ignore-eos --n-samples 3 --seed 1 --prompt 'Once upon' --trace " +
+                        quote(traceFile));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<nlohmann::json> events = readTrace(traceFile);
+  EXPECT_EQ(countByName(events, "scheduler")["admit"], 1);
+  EXPECT_EQ(countByName(events, "kv")["fork"], 2);
+  EXPECT_EQ(countByName(events, "kv")["free blocks"], 3);
+  EXPECT_EQ(countByName(events, "step")["batch step"], 6);
+
+  // Four prompts with room for two at a time: two wait, then are admitted.
+  const std::string prompts = tempDir() + "/inspect-prompts.txt";
+  std::FILE *f = std::fopen(prompts.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("Once upon a time\nThe cat\nA dog ran\nLily said\n", f);
+  std::fclose(f);
+  r = run(quote(tool("quill-run")) + " " + quote(path) + " -n 4 --ignore-eos --batch 2" +
+          " --batch-file " + quote(prompts) + " --trace " + quote(traceFile));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  events = readTrace(traceFile);
+  std::map<std::string, long long> decisions = countByName(events, "scheduler");
+  EXPECT_EQ(decisions["admit"], 4);
+  EXPECT_GE(decisions["wait"], 1);
+  for (const auto &e : events)
+    if (e["name"] == "wait")
+      EXPECT_EQ(e["args"]["reason"], "no free sequence slot") << e.dump();
+}
+
+TEST(Inspect, TraceToAnUnwritablePathIsOneLine) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path =
+      compileArtifact(model, sharedModel("stories260K/tok512.bin"), "inspect-trace-bad", "");
+  ASSERT_FALSE(path.empty());
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " -n 2 --trace /nonexistent-dir/trace.json");
+  expectCleanFailure(r, "/nonexistent-dir/trace.json: cannot write the trace");
 }
 
 } // namespace

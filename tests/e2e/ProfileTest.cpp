@@ -17,33 +17,6 @@
 namespace quill::test {
 namespace {
 
-struct ProfileRow {
-  long long launches = 0;
-  double gbPerSecond = 0;
-};
-
-/// The report's rows by kernel: "  12.34%   1.234 ms   8 launches   5.6 GB/s  name".
-std::map<std::string, ProfileRow> parseProfile(const std::string &err) {
-  std::map<std::string, ProfileRow> rows;
-  size_t at = err.find("kernel time (");
-  if (at == std::string::npos)
-    return rows;
-  std::istringstream lines(err.substr(at));
-  std::string line;
-  std::getline(lines, line); // The header.
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string share, ms, unit, launchesWord, gb, gbUnit, name;
-    ProfileRow row;
-    if (!(words >> share >> ms >> unit >> row.launches >> launchesWord >> row.gbPerSecond >>
-          gbUnit >> name) ||
-        launchesWord != "launches" || gbUnit != "GB/s")
-      break;
-    rows[name] = row;
-  }
-  return rows;
-}
-
 /// Every kernel of the step schedule is there, launched the same whole
 /// number of steps' worth of times (no prompt: no prefill), at least `steps`.
 void expectWholeSteps(const Artifact &artifact, const std::map<std::string, ProfileRow> &rows,

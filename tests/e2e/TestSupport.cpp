@@ -132,6 +132,27 @@ std::string wideHeadArtifact(const std::string &name, const std::string &extraFl
   return compileSynthetic(llamaShape(128, 256, 2, 4, 2, 320, 512), name, extraFlags);
 }
 
+std::map<std::string, ProfileRow> parseProfile(const std::string &err) {
+  std::map<std::string, ProfileRow> rows;
+  size_t at = err.find("kernel time (");
+  if (at == std::string::npos)
+    return rows;
+  std::istringstream lines(err.substr(at));
+  std::string line;
+  std::getline(lines, line); // The header.
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string share, ms, unit, launchesWord, gb, gbUnit, name;
+    ProfileRow row;
+    if (!(words >> share >> ms >> unit >> row.launches >> launchesWord >> row.gbPerSecond >>
+          gbUnit >> name) ||
+        launchesWord != "launches" || gbUnit != "GB/s")
+      break;
+    rows[name] = row;
+  }
+  return rows;
+}
+
 void expectCleanFailure(const CommandResult &r, const std::string &phrase) {
   EXPECT_EQ(r.exitCode, 1) << r.err;
   EXPECT_EQ(r.err.rfind("quill-", 0), 0u) << "stderr: " << r.err;

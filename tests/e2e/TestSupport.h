@@ -3,6 +3,7 @@
 
 #include "runtime/artifact/ModelConfig.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,16 @@ std::string compileSynthetic(const ModelConfig &config, const std::string &name,
 /// DIR/NAME.qm: a synthetic Llama of 2 layers, 4 heads over 2 kv heads and
 /// 512 positions, with its synthetic tokenizer; "" on failure.
 std::string wideHeadArtifact(const std::string &name, const std::string &extraFlags);
+
+/// A row of quill-run --profile's report.
+struct ProfileRow {
+  long long launches = 0;
+  double gbPerSecond = 0;
+};
+
+/// --profile's rows by kernel, from stderr ("  12.34%  1.234 ms  8 launches
+/// 5.6 GB/s  name" under "kernel time (").
+std::map<std::string, ProfileRow> parseProfile(const std::string &err);
 
 /// The tool failed cleanly: exit code 1 and one line on stderr, "TOOL: ..."
 /// (quill-run, quill-compile), that contains `phrase`.

@@ -50,6 +50,9 @@ const char *runUsage() {
          "  --no-verify           skip checksumming the weights at load\n"
          "  --profile             time every kernel launch; print the time per kernel on\n"
          "                        stderr at the end (kernels then run one at a time)\n"
+         "  --trace FILE.json     write a Chrome trace (Perfetto, chrome://tracing): every\n"
+         "                        step, kernel launch (and its pieces on the worker\n"
+         "                        threads), sampling pass and scheduler decision\n"
          "  --sequential-kernels  run a step's independent kernels one after another\n"
          "                        instead of together (for A/B comparisons)\n"
          "  --bench               time prefill and decode, probe the machine's bandwidth\n"
@@ -403,6 +406,11 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.cudaGraphs = false;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (arg == "--trace") {
+      QUILL_TRY(v, value());
+      if (**v == '\0')
+        return Status::error("invalid --trace '': expected a file");
+      o.traceFile = *v;
     } else if (arg == "--sequential-kernels") {
       o.sequentialKernels = true;
     } else if (arg == "--perplexity" || arg == "--kl-divergence") {

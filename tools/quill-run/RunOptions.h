@@ -28,6 +28,7 @@ struct RunOptions {
   bool ignoreEos = false; ///< --ignore-eos: end tokens do not end generation.
   bool verifyWeights = true;
   bool profile = false;
+  std::string traceFile;          ///< --trace: the Chrome trace written at the end.
   bool cuda = false;              ///< --device cuda.
   bool cudaGraphs = true;         ///< CUDA: replay each step as one graph (--no-cuda-graphs).
   bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every

@@ -10,6 +10,7 @@
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
 #include "runtime/device/CudaDevice.h"
+#include "runtime/support/Trace.h"
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
@@ -114,68 +115,85 @@ int runQuill(int argc, char **argv) {
   } profilePrinter{options.profile ? &device : nullptr};
   if (options.profile)
     device.enableProfiling();
-  if (options.sequentialKernels)
-    cpu->setConcurrentKernels(false);
-  if (!options.perplexityFile.empty())
-    return runQuality(options, *artifact, *tokenizer, device, makeDevice);
-  if (options.beamSearch || options.samples > 1 || !options.batchFile.empty()) {
+  if (!options.traceFile.empty()) {
+    // Said before the run, not after it: the file must be writable. The
+    // trace is written whichever way the run ends.
+    if (std::FILE *probe = std::fopen(options.traceFile.c_str(), "w"))
+      std::fclose(probe);
+    else
+      return fail(options.traceFile + ": cannot write the trace");
+    trace::start();
+  }
+  // The run; the trace is written whichever way it ends.
+  auto runWith = [&]() -> int {
+    if (options.sequentialKernels)
+      cpu->setConcurrentKernels(false);
+    if (!options.perplexityFile.empty())
+      return runQuality(options, *artifact, *tokenizer, device, makeDevice);
+    if (options.beamSearch || options.samples > 1 || !options.batchFile.empty()) {
+      CatchInterrupt catching;
+      return options.batchFile.empty()
+                 ? runGroup(options, *artifact, *tokenizer, device, arena, &interrupted)
+                 : runBatchFile(options, *artifact, *tokenizer, device, arena, &interrupted);
+    }
+    if (options.bench && !options.batchSizes.empty())
+      return benchBatches(options, *artifact, *tokenizer, device, arena);
+    if (options.bench) {
+      auto lengths = benchLengths(options, config.seqLen);
+      if (!lengths)
+        return fail(lengths.message());
+      auto report = benchmarkModel(device, config, artifact->schedule(), arena, lengths->first,
+                                   lengths->second);
+      if (!report)
+        return fail(report.message());
+      report->setWeights(artifact->weightTable());
+      std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
+      return 0;
+    }
     CatchInterrupt catching;
-    return options.batchFile.empty()
-               ? runGroup(options, *artifact, *tokenizer, device, arena, &interrupted)
-               : runBatchFile(options, *artifact, *tokenizer, device, arena, &interrupted);
-  }
-  if (options.bench && !options.batchSizes.empty())
-    return benchBatches(options, *artifact, *tokenizer, device, arena);
-  if (options.bench) {
-    auto lengths = benchLengths(options, config.seqLen);
-    if (!lengths)
-      return fail(lengths.message());
-    auto report = benchmarkModel(device, config, artifact->schedule(), arena, lengths->first,
-                                 lengths->second);
-    if (!report)
-      return fail(report.message());
-    report->setWeights(artifact->weightTable());
-    std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
-    return 0;
-  }
-  CatchInterrupt catching;
-  SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
-  sampler.reserve(config.vocabSize);
-  if (options.verbose) {
-    std::fprintf(stderr,
-                 "model: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, "
-                 "context %d\n",
-                 config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
-                 config.vocabSize, config.seqLen);
-    std::fprintf(stderr, "%s\n", device.describe().c_str());
-    if (!artifact->weightTable().empty())
-      std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
-    std::fprintf(stderr, "kv cache: %s, %llu bytes per token, %llu bytes (%d positions)\n",
-                 std::string(kvTypeName(config.kvType)).c_str(),
-                 static_cast<unsigned long long>(config.kvBytesPerToken()),
-                 static_cast<unsigned long long>(device.kvCache().bytes()),
-                 device.kvCache().capacity());
-    std::fprintf(stderr, "sampler: %s, seed %llu\n", sampler.describe().c_str(),
-                 static_cast<unsigned long long>(options.sampling.seed));
-  }
+    SamplerChain sampler = SamplerChain::fromParams(options.sampling, &arena);
+    sampler.reserve(config.vocabSize);
+    if (options.verbose) {
+      std::fprintf(stderr,
+                   "model: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, "
+                   "context %d\n",
+                   config.dim, config.hiddenDim, config.nLayers, config.nHeads, config.nKvHeads,
+                   config.vocabSize, config.seqLen);
+      std::fprintf(stderr, "%s\n", device.describe().c_str());
+      if (!artifact->weightTable().empty())
+        std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
+      std::fprintf(stderr, "kv cache: %s, %llu bytes per token, %llu bytes (%d positions)\n",
+                   std::string(kvTypeName(config.kvType)).c_str(),
+                   static_cast<unsigned long long>(config.kvBytesPerToken()),
+                   static_cast<unsigned long long>(device.kvCache().bytes()),
+                   device.kvCache().capacity());
+      std::fprintf(stderr, "sampler: %s, seed %llu\n", sampler.describe().c_str(),
+                   static_cast<unsigned long long>(options.sampling.seed));
+    }
 
-  if (isChatMode(options))
-    return finish(runChat(options, *artifact, *tokenizer, device, sampler, &interrupted));
+    if (isChatMode(options))
+      return finish(runChat(options, *artifact, *tokenizer, device, sampler, &interrupted));
 
-  Generator generator(device, *tokenizer, sampler, config);
-  GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
-  request.ignoreEos = options.ignoreEos;
-  request.interrupt = &interrupted;
-  auto stream = [&](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+    Generator generator(device, *tokenizer, sampler, config);
+    GenerationRequest request{options.prompt, options.maxNewTokens, options.stopStrings};
+    request.ignoreEos = options.ignoreEos;
+    request.interrupt = &interrupted;
+    auto stream = [&](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+    auto result = options.json ? generator.generate(request) : generator.generate(request, stream);
+    if (!result)
+      return fail(result.message());
+
+    printResult(*result, options.json, singleSequenceFields(options.sampling, *tokenizer));
+    return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
   };
-  auto result = options.json ? generator.generate(request) : generator.generate(request, stream);
-  if (!result)
-    return fail(result.message());
-
-  printResult(*result, options.json, singleSequenceFields(options.sampling, *tokenizer));
-  return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
+  const int code = runWith();
+  if (!options.traceFile.empty())
+    if (Status s = trace::stopAndWrite(options.traceFile); !s)
+      return fail(s.message());
+  return code;
 }
 
 } // namespace

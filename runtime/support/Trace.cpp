@@ -1,0 +1,193 @@
+// The trace recorder: per-thread event buffers, written as trace-event JSON.
+#include "runtime/support/Trace.h"
+
+#include "runtime/support/Json.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace quill::trace {
+
+namespace {
+
+/// The event clock: the time-stamp counter where there is one (a third of
+/// steady_clock's cost per read, which a step of tiny kernels notices),
+/// converted to microseconds with the rate measured over the trace.
+uint64_t ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+struct Event {
+  char phase; ///< 'X' (a span) or 'i' (an instant).
+  const char *category;
+  const char *name;              ///< Or, when null:
+  const std::string *nameString; ///< (outlives the trace).
+  uint64_t start;                ///< Ticks.
+  uint64_t duration;
+  Args args;
+};
+
+/// One thread's events; tid is its place in the registry, from 1.
+struct ThreadBuffer {
+  int tid = 0;
+  std::deque<Event> events; ///< Grows in chunks: events never move.
+};
+
+std::atomic<bool> recording{false};
+std::chrono::steady_clock::time_point origin;
+uint64_t originTicks = 0;
+std::mutex registryMutex;
+std::vector<std::unique_ptr<ThreadBuffer>> registry; // Every thread that recorded.
+/// Bumped by each start(): a thread's buffer from an earlier trace is not reused.
+std::atomic<uint64_t> generation{0};
+
+ThreadBuffer &threadBuffer() {
+  thread_local ThreadBuffer *buffer = nullptr;
+  thread_local uint64_t bufferGeneration = ~uint64_t(0);
+  const uint64_t now = generation.load(std::memory_order_acquire);
+  if (!buffer || bufferGeneration != now) {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry.push_back(std::make_unique<ThreadBuffer>());
+    buffer = registry.back().get();
+    buffer->tid = int(registry.size());
+    bufferGeneration = now;
+  }
+  return *buffer;
+}
+
+} // namespace
+
+bool enabled() { return recording.load(std::memory_order_acquire); }
+
+void start() {
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry.clear();
+  }
+  generation.fetch_add(1, std::memory_order_acq_rel);
+  origin = std::chrono::steady_clock::now();
+  originTicks = ticks();
+  threadBuffer(); // The caller is tid 1, "main".
+  recording.store(true, std::memory_order_release);
+}
+
+Args &Args::add(const char *key, int64_t value) {
+  if (numbers < kMaxNumbers) {
+    keys[numbers] = key;
+    values[numbers++] = value;
+  }
+  return *this;
+}
+
+Args &Args::add(const char *key, const std::string &value) {
+  strings += (strings.empty() ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
+  return *this;
+}
+
+void instant(const char *category, const char *name, const Args &args) {
+  if (!enabled())
+    return;
+  threadBuffer().events.push_back({'i', category, name, nullptr, ticks(), 0, args});
+}
+
+void Scope::begin(const char *category, const char *name, const std::string *nameString,
+                  Args &&args) {
+  on_ = true;
+  category_ = category;
+  name_ = name;
+  nameString_ = nameString;
+  args_ = std::move(args);
+  begin_ = ticks();
+}
+
+Scope::Scope(const char *category, const std::string *name, Args args) {
+  if (enabled())
+    begin(category, nullptr, name, std::move(args));
+}
+
+Scope::Scope(const char *category, const char *name, Args args) {
+  if (enabled())
+    begin(category, name, nullptr, std::move(args));
+}
+
+Scope::~Scope() {
+  if (!on_ || !enabled())
+    return;
+  const uint64_t end = ticks();
+  threadBuffer().events.push_back(
+      {'X', category_, name_, nameString_, begin_, end - begin_, std::move(args_)});
+}
+
+Status stopAndWrite(const std::string &path) {
+  recording.store(false, std::memory_order_release);
+  // Ticks per microsecond over the whole trace.
+  const uint64_t endTicks = ticks();
+  const double elapsed =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin).count();
+  const double perMicrosecond =
+      elapsed > 0 && endTicks > originTicks ? double(endTicks - originTicks) / elapsed : 1.0;
+  auto since = [&](uint64_t t) { return double(int64_t(t - originTicks)) / perMicrosecond; };
+  std::lock_guard<std::mutex> lock(registryMutex);
+  std::FILE *file = std::fopen(path.c_str(), "w");
+  if (!file)
+    return Status::error(path + ": cannot write the trace");
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto append = [&](const std::string &event) {
+    out += (first ? "" : ",\n") + event;
+    first = false;
+  };
+  for (const auto &thread : registry) {
+    // Thread names: the recording thread, then the workers it used.
+    const std::string name =
+        thread->tid == 1 ? "main" : "worker " + std::to_string(thread->tid - 1);
+    append("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":" +
+           std::to_string(thread->tid) + ",\"ts\":0,\"args\":{\"name\":" + jsonQuote(name) + "}}");
+    char times[96];
+    for (const Event &e : thread->events) {
+      std::string event = "{\"ph\":\"";
+      event += e.phase;
+      event += "\",\"cat\":" + jsonQuote(e.category) +
+               ",\"name\":" + jsonQuote(e.name ? std::string_view(e.name) : *e.nameString) +
+               ",\"pid\":1,\"tid\":" + std::to_string(thread->tid);
+      if (e.phase == 'X')
+        std::snprintf(times, sizeof times, ",\"ts\":%.3f,\"dur\":%.3f", since(e.start),
+                      double(e.duration) / perMicrosecond);
+      else
+        std::snprintf(times, sizeof times, ",\"ts\":%.3f,\"s\":\"t\"", since(e.start));
+      event += times;
+      std::string args = e.args.strings;
+      for (int i = 0; i < e.args.numbers; ++i)
+        args += (args.empty() ? "" : ",") + jsonQuote(e.args.keys[i]) + ":" +
+                std::to_string(e.args.values[i]);
+      event += ",\"args\":{" + args + "}}";
+      append(event);
+    }
+    if (out.size() > (1 << 20)) {
+      std::fwrite(out.data(), 1, out.size(), file);
+      out.clear();
+    }
+  }
+  out += "\n]}\n";
+  std::fwrite(out.data(), 1, out.size(), file);
+  const bool failed = std::ferror(file) != 0;
+  if (std::fclose(file) != 0 || failed)
+    return Status::error(path + ": cannot write the trace");
+  registry.clear();
+  return Status::ok();
+}
+
+} // namespace quill::trace
