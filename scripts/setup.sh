@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
           libtbb-dev googletest libgtest-dev libgmock-dev libbenchmark-dev python3
           clang-format-22 python3-jinja2 nlohmann-json3-dev libcpp-httplib-dev
-          nginx nodejs ccache curl xz-utils graphviz)
+          nginx nodejs ccache curl xz-utils graphviz chromium zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

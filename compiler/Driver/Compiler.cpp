@@ -3,6 +3,8 @@
 
 #include "compiler/Driver/IRDumper.h"
 #include "compiler/Driver/KernelContracts.h"
+#include "compiler/Driver/ReadModulePass.h"
+#include "compiler/Driver/ReportSession.h"
 #include "compiler/Driver/ScheduleExtraction.h"
 #include "compiler/Driver/WeightLayout.h"
 #include "compiler/Import/ChatTemplateImport.h"
@@ -121,18 +123,6 @@ Status checkKVTypeFits(const CompileOptions &options, const ModelConfig &config)
                        "multiple of 32; this model's is " +
                        std::to_string(config.headDim()));
 }
-/// Hands the module, as it is at its place in the pipeline, to a reader
-/// (the dispatch graph after the kernels stage); changes nothing.
-struct ReadModulePass : mlir::PassWrapper<ReadModulePass, mlir::OperationPass<mlir::ModuleOp>> {
-  explicit ReadModulePass(std::function<void(mlir::ModuleOp)> read) : read(std::move(read)) {}
-  llvm::StringRef getArgument() const override { return kReadModulePass; }
-  void runOnOperation() override {
-    read(getOperation());
-    markAllAnalysesPreserved();
-  }
-  std::function<void(mlir::ModuleOp)> read;
-};
-
 /// Writes `text` to `path`, or says why not.
 Status writeText(const std::string &path, const std::string &text) {
   std::error_code error;
@@ -177,8 +167,9 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     if (!chosen)
       return chosen.status();
     chatTemplate = chosen.take();
-    if (options.outputPath.empty())
-      return Status::error("no output given: use -o FILE, or --emit=STAGE to print a stage");
+    if (options.outputPath.empty() && options.reportDir.empty())
+      return Status::error("no output given: use -o FILE, --report DIR, or --emit=STAGE to print "
+                           "a stage");
   }
 
   mlir::DialectRegistry registry;
@@ -216,17 +207,28 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   }
   if (options.timing)
     pm.enableTiming();
+  // --report: every pass diffed, the kernels stage read, the page written
+  // once the target has finished.
+  std::optional<ReportSession> report;
+  if (!options.reportDir.empty()) {
+    report.emplace(options, *target, modelName);
+    if (Status s = report->prepare(); !s)
+      return s;
+    report->instrument(pm);
+  }
   std::string pipelineErrors;
   llvm::raw_string_ostream errors(pipelineErrors);
   // --graph: the dispatch graph is drawn from the module after the kernels
   // stage, on the way to the artifact.
   std::string graph;
-  auto drawGraph = [&](mlir::OpPassManager &stagePasses, llvm::StringRef stage) {
+  auto readStages = [&](mlir::OpPassManager &stagePasses, llvm::StringRef stage) {
     if (!options.graphPath.empty() && stage == kGraphStage)
       stagePasses.addPass(std::make_unique<ReadModulePass>(
           [&](mlir::ModuleOp at) { graph = dispatchGraphDot(at, modelName); }));
+    if (report)
+      report->afterStage(stagePasses, stage);
   };
-  if (mlir::failed(addLoweringPasses(pm, *target, last, options.pipeline, errors, drawGraph)))
+  if (mlir::failed(addLoweringPasses(pm, *target, last, options.pipeline, errors, readStages)))
     return Status::error(llvm::StringRef(pipelineErrors).trim().str());
   if (mlir::failed(pm.run(*module)))
     return Status::error(options.modelPath + ": lowering failed (see the diagnostics above)");
@@ -248,9 +250,12 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
     return extracted.status();
   completeBatchLayout(options, config, *extracted);
   TextDump dump;
-  if (dumper)
-    dump = [dumper](llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension) {
-      dumper->dumpText(text, what, extension);
+  if (dumper || report)
+    dump = [&](llvm::StringRef text, llvm::StringRef what, llvm::StringRef extension) {
+      if (dumper)
+        dumper->dumpText(text, what, extension);
+      if (report)
+        report->addText(text, what);
     };
   std::optional<llvm::StringRef> emit;
   if (options.emit)
@@ -267,6 +272,11 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (!payload)
     return Status::error(options.modelPath + ": " + payload.message());
   if (options.emit)
+    return Status::ok();
+  if (report)
+    if (Status s = report->write(config); !s)
+      return s;
+  if (options.outputPath.empty())
     return Status::ok();
   return writeArtifact(options, **model, config, *extracted, std::move(tokenizerBytes),
                        chatTemplate, std::move(**payload));

@@ -21,6 +21,8 @@ struct CompileOptions {
   std::optional<std::string> emit; ///< Print this stage (of the target's, or "dot") and stop.
   std::string graphPath;           ///< The steps' dispatch graph (DOT) is written here too.
   std::string dumpDir;             ///< IR after every pass, numbered files.
+  std::string reportDir;           ///< The HTML lowering report (index.html) goes here.
+  std::string commandLine;         ///< How quill-compile was run, for the report.
   bool timing = false;             ///< Per-pass timing report on stderr.
   int64_t prefillTokens = 64;      ///< Tokens per prefill chunk; 0: no prefill step.
   int64_t batchRows = 64;          ///< Token rows per batch step; 0: no batch step.
@@ -32,9 +34,6 @@ struct CompileOptions {
 /// The stage the dispatch graph is drawn at (--emit=dot, --graph): every
 /// step's schedule and its outlined kernels, after fusion.
 inline constexpr const char *kGraphStage = "kernels";
-/// The pass through which the driver reads the module mid-pipeline (the
-/// IR dump leaves it out: it changes nothing).
-inline constexpr const char *kReadModulePass = "quill-read-module";
 
 /// Compiles; printed stages go to `out`. The error names the input and
 /// what is wrong.

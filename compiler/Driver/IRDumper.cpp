@@ -1,7 +1,7 @@
 // Numbered IR files after each pass.
 #include "compiler/Driver/IRDumper.h"
 
-#include "compiler/Driver/Compiler.h"
+#include "compiler/Driver/ReadModulePass.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -45,6 +45,10 @@ std::string targetNames() {
 
 Target::~Target() = default;
 
+RooflineCeilings Target::rooflineCeilings(const PipelineOptions &) const {
+  return {0, 0, 0, "no ceilings known for this target"};
+}
+
 bool Target::printsModuleAt(llvm::StringRef stage) const {
   std::optional<size_t> index = stageIndex(stage);
   return index && *index < numMlirStages();

@@ -9,6 +9,7 @@
 
 #include "compiler/Pipeline/PipelineOptions.h"
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/bench/ReportHtml.h"
 #include "runtime/support/Error.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -86,6 +87,10 @@ public:
   virtual ErrorOr<std::optional<TargetPayload>>
   finish(mlir::ModuleOp module, const PipelineOptions &options, std::optional<llvm::StringRef> emit,
          llvm::raw_ostream &out, const TextDump &dump) const = 0;
+
+  /// The ceilings the report's roofline is drawn under for these options
+  /// (quill-compile --report); none known by default.
+  virtual RooflineCeilings rooflineCeilings(const PipelineOptions &options) const;
 
   /// The index of `stage` in stages(), if it is one.
   std::optional<size_t> stageIndex(llvm::StringRef stage) const;

@@ -1,8 +1,9 @@
-// JSON string quoting.
+// JSON string quoting and numbers.
 #include "runtime/support/Json.h"
 
 #include "runtime/support/Utf8.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace quill {
@@ -56,6 +57,14 @@ std::string jsonQuote(std::string_view text) {
     i += n;
   }
   return out + "\"";
+}
+
+std::string jsonNumber(double x) {
+  if (!std::isfinite(x))
+    return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", x);
+  return buffer;
 }
 
 } // namespace quill

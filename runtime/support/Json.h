@@ -12,4 +12,8 @@ namespace quill {
 /// JSON in UTF-8.
 std::string jsonQuote(std::string_view text);
 
+/// `x` as a JSON number that reads back as the same double (%.17g), or
+/// null where it is not finite (JSON has no infinity or NaN).
+std::string jsonNumber(double x);
+
 } // namespace quill

@@ -63,6 +63,12 @@ struct Flags {
       cl::desc("Also write every step's dispatch graph after fusion, in Graphviz DOT (render it "
                "with dot -Tsvg)"),
       cl::value_desc("file.dot"), cl::cat(category)};
+  cl::opt<std::string> report{
+      "report",
+      cl::desc("Also write an HTML report of the lowering into DIR (index.html, one self-contained "
+               "page): every target's stages, each pass's diff and time, the dispatch graph, the "
+               "kernels on a roofline. Without -o, no artifact is written"),
+      cl::value_desc("DIR"), cl::cat(category)};
   cl::opt<std::string> dumpDir{"dump-ir-after-all",
                                cl::desc("Write the IR after every pass to numbered files in DIR"),
                                cl::value_desc("DIR"), cl::cat(category)};
@@ -155,6 +161,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   options.outputPath = flags.output;
   options.dumpDir = flags.dumpDir;
   options.graphPath = flags.graph;
+  options.reportDir = flags.report;
   options.timing = flags.timing;
   options.pipeline.cpu = flags.cpu;
   if (flags.grain <= 0 || flags.grain > (1 << 20)) {
@@ -236,6 +243,12 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
                    << " or dot)\n";
       return false;
     }
+    if (!flags.report.empty()) {
+      llvm::errs() << "quill-compile: --report follows the whole lowering; it cannot stop at "
+                      "--emit="
+                   << flags.emit << "\n";
+      return false;
+    }
     options.emit = flags.emit;
   }
   return true;
@@ -277,6 +290,8 @@ int main(int argc, char **argv) {
   }
 
   quill::CompileOptions options;
+  for (int i = 0; i < argc; ++i)
+    options.commandLine += (i ? " " : "") + std::string(argv[i]);
   if (!fillOptions(flags, options))
     return 1;
   quill::Status status = quill::compileModel(options, llvm::outs());

@@ -2,6 +2,7 @@
 #include "QualityMode.h"
 
 #include "runtime/decode/Perplexity.h"
+#include "runtime/support/Json.h"
 #include "runtime/support/ReadFile.h"
 
 #include <cstdio>
@@ -14,12 +15,6 @@ namespace {
 int fail(const std::string &message) {
   std::fprintf(stderr, "quill-run: %s\n", message.c_str());
   return 1;
-}
-
-std::string number(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", x);
-  return buffer;
 }
 
 /// The window and stride: the flags, or the context (capped to the text)
@@ -38,15 +33,16 @@ ErrorOr<std::vector<EvalWindow>> windowsFor(const RunOptions &options, int32_t t
 }
 
 std::string reportJson(const QualityReport &r, int32_t window, int32_t stride) {
-  std::string json =
-      "{\"tokens\":" + std::to_string(r.scored.size()) + ",\"window\":" + std::to_string(window) +
-      ",\"stride\":" + std::to_string(stride) + ",\"perplexity\":" + number(r.perplexity.value) +
-      ",\"perplexity_stderr\":" + number(r.perplexity.standardError);
+  std::string json = "{\"tokens\":" + std::to_string(r.scored.size()) +
+                     ",\"window\":" + std::to_string(window) +
+                     ",\"stride\":" + std::to_string(stride) +
+                     ",\"perplexity\":" + jsonNumber(r.perplexity.value) +
+                     ",\"perplexity_stderr\":" + jsonNumber(r.perplexity.standardError);
   if (r.hasBase)
-    json += ",\"base_perplexity\":" + number(r.basePerplexity.value) +
-            ",\"base_perplexity_stderr\":" + number(r.basePerplexity.standardError) +
-            ",\"kl_mean\":" + number(r.klMean) + ",\"kl_p99\":" + number(r.klP99) +
-            ",\"top1_agreement\":" + number(r.top1Agreement);
+    json += ",\"base_perplexity\":" + jsonNumber(r.basePerplexity.value) +
+            ",\"base_perplexity_stderr\":" + jsonNumber(r.basePerplexity.standardError) +
+            ",\"kl_mean\":" + jsonNumber(r.klMean) + ",\"kl_p99\":" + jsonNumber(r.klP99) +
+            ",\"top1_agreement\":" + jsonNumber(r.top1Agreement);
   return json + "}\n";
 }
 

@@ -23,12 +23,14 @@
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "runtime/artifact/KernelContract.h"
+#include "runtime/bench/MachineProbes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
 
 namespace quill {
 
@@ -40,6 +42,16 @@ public:
   llvm::StringRef summary() const override {
     return "the host CPU (or --cpu NAME): a shared object of AVX-512/AVX2 kernels";
   }
+  RooflineCeilings rooflineCeilings(const PipelineOptions &options) const override {
+    // Compiled for this machine: its own ceilings, probed now.
+    if (!options.cpu.empty() && options.cpu != llvm::sys::getHostCPUName())
+      return Target::rooflineCeilings(options);
+    tbb::task_arena arena;
+    return {measureReadBandwidth(arena, 3), measureFmaPeak(arena, 3), measureInt8DotPeak(arena, 3),
+            "probed on this machine at compile time, " + std::to_string(arena.max_concurrency()) +
+                " threads"};
+  }
+
   const std::vector<std::string> &stages() const override {
     static const std::vector<std::string> names = {"quill",        "kernels", "linalg", "loops",
                                                    "llvm-dialect", "llvm",    "asm"};

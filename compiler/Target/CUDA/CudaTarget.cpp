@@ -44,6 +44,19 @@ public:
   // The CUDA device runs one sequence: no batch step to compile.
   bool supportsBatchStep() const override { return false; }
 
+  RooflineCeilings rooflineCeilings(const PipelineOptions &options) const override {
+    // The machine is not here to probe: the datasheet figures of the parts
+    // these architectures name (the kernels use no tensor cores, so the
+    // fp32 rate of the SMs is their roof).
+    llvm::StringRef arch = options.gpuArch;
+    arch.consume_back("a");
+    if (arch == "sm_90")
+      return {3350, 66900, 0, "datasheet figures of an H100 SXM (sm_90)"};
+    if (arch == "sm_80")
+      return {2039, 19500, 0, "datasheet figures of an A100 SXM 80 GB (sm_80)"};
+    return Target::rooflineCeilings(options);
+  }
+
   Status checkOptions(const PipelineOptions &options) const override {
     if (options.emulateCudaKernels)
       return Status::error("--emulate-cuda-kernels compiles for the CPU; drop --target=cuda");

@@ -1,0 +1,147 @@
+// Myers' O((N+M)D) shortest edit script over lines, grouped into hunks.
+#include "compiler/Inspect/LineDiff.h"
+
+#include <algorithm>
+
+namespace quill {
+
+namespace {
+
+std::vector<llvm::StringRef> splitLines(llvm::StringRef text) {
+  std::vector<llvm::StringRef> lines;
+  while (!text.empty()) {
+    auto [line, rest] = text.split('\n');
+    lines.push_back(line);
+    text = rest;
+  }
+  return lines;
+}
+
+/// The edit script between a[lo, aHi) and b[lo, bHi), as ' ', '-', '+'
+/// per line in order; empty when it needs more than `maxEdits` edits.
+std::string editScript(const std::vector<llvm::StringRef> &a, const std::vector<llvm::StringRef> &b,
+                       size_t lo, size_t aHi, size_t bHi, int maxEdits) {
+  const long n = long(aHi - lo), m = long(bHi - lo);
+  const long maxD = std::min<long>(n + m, maxEdits);
+  const long offset = maxD + 1;
+  std::vector<long> v(2 * offset + 1, 0);
+  // v after each round d: the furthest x reached on every diagonal k = x - y.
+  std::vector<std::vector<long>> trace;
+  long found = -1;
+  for (long d = 0; d <= maxD && found < 0; ++d) {
+    for (long k = -d; k <= d; k += 2) {
+      long x = (k == -d || (k != d && v[offset + k - 1] < v[offset + k + 1]))
+                   ? v[offset + k + 1]
+                   : v[offset + k - 1] + 1;
+      long y = x - k;
+      while (x < n && y < m && a[lo + x] == b[lo + y])
+        ++x, ++y;
+      v[offset + k] = x;
+      if (x >= n && y >= m) {
+        found = d;
+        break;
+      }
+    }
+    // Round d only reached diagonals -d..d: keep that slice.
+    trace.emplace_back(v.begin() + offset - d, v.begin() + offset + d + 1);
+  }
+  if (found < 0)
+    return {};
+  // Walk back from (n, m) through the rounds.
+  std::string script;
+  long x = n, y = m;
+  for (long d = found; d > 0; --d) {
+    const std::vector<long> &prev = trace[d - 1]; // Diagonal k at prev[k + d - 1].
+    long k = x - y;
+    bool down = k == -d || (k != d && prev[k - 1 + d - 1] < prev[k + 1 + d - 1]);
+    long prevK = down ? k + 1 : k - 1;
+    long prevX = prev[prevK + d - 1], prevY = prevX - prevK;
+    while (x > prevX && y > prevY)
+      script += ' ', --x, --y;
+    script += down ? '+' : '-';
+    x = prevX, y = prevY;
+  }
+  while (x > 0 && y > 0)
+    script += ' ', --x, --y;
+  std::reverse(script.begin(), script.end());
+  return script;
+}
+
+} // namespace
+
+std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, int context,
+                               int maxEdits, bool *minimal) {
+  const std::vector<llvm::StringRef> a = splitLines(before), b = splitLines(after);
+  // The common head and tail cost nothing and are most of a pass's output.
+  size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head])
+    ++head;
+  size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head &&
+         a[a.size() - 1 - tail] == b[b.size() - 1 - tail])
+    ++tail;
+  const size_t aHi = a.size() - tail, bHi = b.size() - tail;
+  std::string middle = editScript(a, b, head, aHi, bHi, maxEdits);
+  const bool rewritten = middle.empty() && (aHi > head || bHi > head);
+  if (rewritten)
+    middle = std::string(aHi - head, '-') + std::string(bHi - head, '+');
+  if (minimal)
+    *minimal = !rewritten;
+  std::string script = std::string(head, ' ') + middle + std::string(tail, ' ');
+
+  // Hunks: changes with `context` kept lines each side, merged when close.
+  std::vector<DiffHunk> hunks;
+  const size_t size = script.size();
+  std::vector<size_t> aAt(size + 1), bAt(size + 1);
+  for (size_t i = 0, ai = 0, bi = 0; i <= size; ++i) {
+    aAt[i] = ai, bAt[i] = bi;
+    if (i < size) {
+      ai += script[i] != '+';
+      bi += script[i] != '-';
+    }
+  }
+  size_t i = 0;
+  while (i < size) {
+    if (script[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t begin = i >= size_t(context) ? i - context : 0;
+    size_t end = i;
+    // Extend while the next change lies within 2 * context kept lines.
+    while (end < size) {
+      size_t next = end;
+      while (next < size && script[next] != ' ')
+        ++next;
+      size_t kept = next;
+      while (kept < size && script[kept] == ' ' && kept - next <= size_t(2 * context))
+        ++kept;
+      end = next;
+      if (kept < size && script[kept] != ' ' && kept - next <= size_t(2 * context))
+        end = kept;
+      else
+        break;
+    }
+    end = std::min(size, end + context);
+    DiffHunk hunk;
+    hunk.beforeLine = aAt[begin] + 1;
+    hunk.afterLine = bAt[begin] + 1;
+    for (size_t j = begin; j < end; ++j)
+      hunk.lines.push_back({script[j], script[j] == '+' ? b[bAt[j]] : a[aAt[j]]});
+    hunks.push_back(std::move(hunk));
+    i = end;
+  }
+  return hunks;
+}
+
+std::pair<size_t, size_t> diffCounts(const std::vector<DiffHunk> &hunks) {
+  size_t removed = 0, added = 0;
+  for (const DiffHunk &hunk : hunks)
+    for (const DiffLine &line : hunk.lines) {
+      removed += line.kind == '-';
+      added += line.kind == '+';
+    }
+  return {removed, added};
+}
+
+} // namespace quill

@@ -1,0 +1,36 @@
+// Line diffs of IR between passes, in the unified format's hunks, for the
+// lowering report's before/after views.
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace quill {
+
+/// One line of a hunk: kept (' '), removed ('-') or added ('+').
+struct DiffLine {
+  char kind = ' ';
+  llvm::StringRef text;
+};
+
+/// A run of changes with up to `context` kept lines around it, and where
+/// it starts in each text (1-based, as `diff -u` numbers lines).
+struct DiffHunk {
+  size_t beforeLine = 0, afterLine = 0;
+  std::vector<DiffLine> lines;
+};
+
+/// The hunks that turn `before` into `after` (their lines point into the
+/// texts). A shortest edit script (Myers) while it needs at most
+/// `maxEdits` lines changed; past that, the differing middle is given
+/// whole as removed then added, which a reader of a rewrite wants anyway,
+/// and `minimal` (when given) is set false.
+std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, int context = 3,
+                               int maxEdits = 1000, bool *minimal = nullptr);
+
+/// Lines removed and added over all `hunks`.
+std::pair<size_t, size_t> diffCounts(const std::vector<DiffHunk> &hunks);
+
+} // namespace quill

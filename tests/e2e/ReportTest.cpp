@@ -1,0 +1,359 @@
+// quill-compile --report: the lowering as one HTML page. Its pass table
+// must be the passes --dump-ir-after-all dumps, each with the lines `diff`
+// finds between the dumps around it; its kernels those of the artifact
+// with FLOPs from the shapes; and the page must open in a real browser
+// (Debian's chromium, headless) without console errors and draw something.
+#include "TestSupport.h"
+
+#include "runtime/artifact/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace quill::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Lines `diff --minimal` removes and adds between two files.
+std::pair<size_t, size_t> diffCounts(const std::string &before, const std::string &after) {
+  CommandResult r = run("diff --minimal " + quote(before) + " " + quote(after));
+  std::istringstream lines(r.out);
+  std::string line;
+  size_t removed = 0, added = 0;
+  while (std::getline(lines, line)) {
+    removed += line.rfind("< ", 0) == 0 || line == "<";
+    added += line.rfind("> ", 0) == 0 || line == ">";
+  }
+  return {removed, added};
+}
+
+/// The report of stories260K, compiled once for the tests below; empty
+/// when the model is absent.
+struct Report {
+  std::string dir, dumpDir, artifact;
+};
+const Report &storiesReport() {
+  static Report report = [] {
+    Report r;
+    std::string model = sharedModel("stories260K/stories260K.bin");
+    if (model.empty())
+      return r;
+    r.dir = tempDir() + "/report-stories";
+    r.dumpDir = tempDir() + "/report-stories-dump";
+    fs::remove_all(r.dir);
+    fs::remove_all(r.dumpDir);
+    r.artifact =
+        compileArtifact(model, sharedModel("stories260K/tok512.bin"), "report-stories",
+                        "--report " + quote(r.dir) + " --dump-ir-after-all " + quote(r.dumpDir));
+    return r;
+  }();
+  return report;
+}
+
+TEST(Report, PassTableIsEveryDumpedPassWithItsDiff) {
+  const Report &report = storiesReport();
+  if (report.dir.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  ASSERT_FALSE(report.artifact.empty());
+  auto passes = nlohmann::json::parse(readFile(report.dir + "/passes.json"));
+  std::vector<std::string> dumps;
+  for (const auto &entry : fs::directory_iterator(report.dumpDir))
+    if (entry.path().extension() == ".mlir")
+      dumps.push_back(entry.path().string());
+  std::sort(dumps.begin(), dumps.end());
+  // The first dump is the imported module, then one per top-level pass.
+  ASSERT_EQ(passes.size() + 1, dumps.size());
+  std::vector<std::string> stages;
+  size_t minimal = 0;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const auto &pass = passes[i];
+    // The dump is named after the pass's pipeline up to its options, in
+    // the characters a file name keeps.
+    auto letters = [](const std::string &text) {
+      std::string kept;
+      for (char c : text)
+        if (std::isalnum(static_cast<unsigned char>(c)))
+          kept += c;
+      return kept;
+    };
+    std::string name = fs::path(dumps[i + 1]).filename().string().substr(4);
+    name = letters(name.substr(0, name.size() - 5));
+    std::string pipeline = pass["pipeline"];
+    EXPECT_EQ(letters(pipeline).rfind(name, 0), 0u)
+        << "pass " << i << ": " << pipeline << " dumped as " << name;
+    // A shortest edit script matches diff's; a rewrite (past 1000 edits)
+    // gives its changed middle whole, so it is at least as long.
+    auto [removed, added] = diffCounts(dumps[i], dumps[i + 1]);
+    if (pass["minimal"].get<bool>()) {
+      ++minimal;
+      EXPECT_EQ(pass["removed"].get<size_t>(), removed) << pipeline;
+      EXPECT_EQ(pass["added"].get<size_t>(), added) << pipeline;
+    } else {
+      EXPECT_GT(removed + added, 1000u) << pipeline;
+      EXPECT_GE(pass["removed"].get<size_t>(), removed) << pipeline;
+      EXPECT_GE(pass["added"].get<size_t>(), added) << pipeline;
+      EXPECT_EQ(pass["removed"].get<size_t>() - removed, pass["added"].get<size_t>() - added)
+          << pipeline;
+    }
+    EXPECT_GE(pass["seconds"].get<double>(), 0.0);
+    if (stages.empty() || stages.back() != pass["stage"])
+      stages.push_back(pass["stage"]);
+  }
+  EXPECT_GE(minimal, passes.size() / 2);
+  // The stages run in the CPU target's order, each once.
+  std::vector<std::string> expected = {"quill", "kernels", "linalg", "loops", "llvm-dialect"};
+  std::vector<std::string> inOrder;
+  for (const std::string &stage : expected)
+    if (std::find(stages.begin(), stages.end(), stage) != stages.end())
+      inOrder.push_back(stage);
+  EXPECT_EQ(stages, inOrder);
+  EXPECT_GE(stages.size(), 4u);
+
+  // The page lists them too, with their diffs, and no resource from elsewhere.
+  std::string page = readFile(report.dir + "/index.html");
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const auto &pass : passes) {
+    std::string pipeline = pass["pipeline"];
+    EXPECT_NE(page.find(pipeline.substr(0, pipeline.find('{'))), std::string::npos) << pipeline;
+  }
+  EXPECT_NE(page.find("<span class=\"add\">"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("url("), std::string::npos);
+  // Every target's stages, the graph drawn by Graphviz, the roofline.
+  EXPECT_NE(page.find("<b>cuda</b>"), std::string::npos);
+  EXPECT_NE(page.find("<b>ptx</b>"), std::string::npos);
+  EXPECT_NE(page.find("class=\"graph\"><svg"), std::string::npos)
+      << "Graphviz's dot (setup installs graphviz) drew no SVG";
+  EXPECT_NE(page.find("Roofline of"), std::string::npos);
+}
+
+TEST(Report, KernelTableIsTheArtifactsKernelsWithTheirWork) {
+  const Report &report = storiesReport();
+  if (report.dir.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  auto artifact = Artifact::open(report.artifact);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+  auto table = nlohmann::json::parse(readFile(report.dir + "/kernels.json"));
+  // Launches per step and kernel, as the schedules hold them.
+  std::map<std::pair<std::string, std::string>, long long> launches;
+  auto count = [&](const std::string &step, const Schedule &schedule) {
+    for (const auto &d : schedule.dispatches)
+      ++launches[{step, schedule.kernels[d.kernel]}];
+  };
+  count("step", artifact->schedule());
+  count("prefill", *artifact->prefillSchedule());
+  count("batch", artifact->batchSchedule()->schedule);
+  std::map<std::pair<std::string, std::string>, long long> listed;
+  for (const auto &row : table["kernels"])
+    listed[{row["step"], row["kernel"]}] = row["launches"];
+  EXPECT_EQ(listed, launches);
+
+  // The ceilings were probed, and each bound is the roofline's.
+  const auto &c = table["ceilings"];
+  const double bandwidth = c["bandwidth_gbs"], fp32 = c["fp32_gflops"], int8 = c["int8_gops"];
+  EXPECT_GT(bandwidth, 0);
+  EXPECT_GT(fp32, 0);
+  bool sawLogits = false;
+  for (const auto &row : table["kernels"]) {
+    const double intensity = row["intensity"];
+    EXPECT_NEAR(intensity, row["flops"].get<double>() / row["bytes"].get<double>(), 1e-6);
+    const double peak = row["limit"] == "int8 compute" ? int8 : fp32;
+    EXPECT_NEAR(row["bound_gflops"].get<double>(), std::min(peak, bandwidth * intensity),
+                1e-3 * peak);
+    // The decode step's logits: 2 FLOPs per weight of 512 x 64, which it
+    // reads whole (f32), with little else.
+    if (row["step"] == "step" && row["op"] == "logits") {
+      sawLogits = true;
+      EXPECT_EQ(row["flops"].get<double>(), 2.0 * 512 * 64);
+      EXPECT_GE(row["bytes"].get<double>(), 512.0 * 64 * 4);
+      EXPECT_LT(row["bytes"].get<double>(), 512.0 * 64 * 4 * 1.1);
+      EXPECT_EQ(row["limit"], "memory");
+    }
+  }
+  EXPECT_TRUE(sawLogits);
+}
+
+/// An RGB(A) image decoded from an 8-bit non-interlaced PNG, as Chromium
+/// writes its screenshots.
+struct Image {
+  int width = 0, height = 0, channels = 0;
+  std::vector<uint8_t> pixels;
+};
+
+uint32_t bigEndian(const std::string &s, size_t at) {
+  return uint32_t(uint8_t(s[at])) << 24 | uint32_t(uint8_t(s[at + 1])) << 16 |
+         uint32_t(uint8_t(s[at + 2])) << 8 | uint32_t(uint8_t(s[at + 3]));
+}
+
+/// Decodes per the PNG specification: chunks, zlib, then each row's filter.
+bool decodePng(const std::string &file, Image &image) {
+  if (file.size() < 8 || file.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0)
+    return false;
+  std::string idat;
+  int bitDepth = 0, colorType = 0, interlace = 0;
+  for (size_t at = 8; at + 12 <= file.size();) {
+    uint32_t length = bigEndian(file, at);
+    std::string type = file.substr(at + 4, 4);
+    if (at + 12 + length > file.size())
+      return false;
+    if (type == "IHDR") {
+      image.width = int(bigEndian(file, at + 8));
+      image.height = int(bigEndian(file, at + 12));
+      bitDepth = uint8_t(file[at + 16]);
+      colorType = uint8_t(file[at + 17]);
+      interlace = uint8_t(file[at + 20]);
+    } else if (type == "IDAT") {
+      idat += file.substr(at + 8, length);
+    }
+    at += 12 + length;
+  }
+  if (bitDepth != 8 || interlace != 0 || (colorType != 2 && colorType != 6))
+    return false;
+  image.channels = colorType == 6 ? 4 : 3;
+  const size_t stride = size_t(image.width) * image.channels;
+  std::vector<uint8_t> raw(size_t(image.height) * (stride + 1));
+  uLongf rawSize = raw.size();
+  if (uncompress(raw.data(), &rawSize, reinterpret_cast<const Bytef *>(idat.data()), idat.size()) !=
+          Z_OK ||
+      rawSize != raw.size())
+    return false;
+  image.pixels.assign(size_t(image.height) * stride, 0);
+  const int bpp = image.channels;
+  for (int y = 0; y < image.height; ++y) {
+    const uint8_t filter = raw[y * (stride + 1)];
+    const uint8_t *in = &raw[y * (stride + 1) + 1];
+    uint8_t *out = &image.pixels[y * stride];
+    const uint8_t *up = y ? &image.pixels[(y - 1) * stride] : nullptr;
+    for (size_t x = 0; x < stride; ++x) {
+      int a = x >= size_t(bpp) ? out[x - bpp] : 0, b = up ? up[x] : 0,
+          c = up && x >= size_t(bpp) ? up[x - bpp] : 0;
+      int predictor = 0;
+      switch (filter) {
+      case 0:
+        break;
+      case 1:
+        predictor = a;
+        break;
+      case 2:
+        predictor = b;
+        break;
+      case 3:
+        predictor = (a + b) / 2;
+        break;
+      case 4: {
+        int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+        predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+        break;
+      }
+      default:
+        return false;
+      }
+      out[x] = uint8_t(in[x] + predictor);
+    }
+  }
+  return true;
+}
+
+/// Opens `page` in headless Chromium and screenshots it; the console's
+/// error lines, and whether Chromium ran at all.
+struct BrowserRun {
+  bool ran = false;
+  std::string errors; ///< Console errors and uncaught exceptions.
+  std::string screenshot;
+  std::string log;
+};
+BrowserRun openInChromium(const std::string &page, const std::string &name) {
+  BrowserRun result;
+  const std::string shot = tempDir() + "/" + name + ".png";
+  const std::string profile = tempDir() + "/" + name + "-chromium-profile";
+  fs::remove(shot);
+  // Console messages reach stderr as "CONSOLE" log lines at --v=0; the
+  // page gets time to run its scripts before the screenshot.
+  CommandResult r = run("timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                        "--no-first-run --user-data-dir=" +
+                        quote(profile) +
+                        " --enable-logging=stderr --v=0 --window-size=1280,1600 "
+                        "--virtual-time-budget=2000 --screenshot=" +
+                        quote(shot) + " " + quote("file://" + page) + " 2>&1");
+  result.log = r.out + r.err;
+  result.ran = r.exitCode == 0 && fs::exists(shot);
+  std::istringstream lines(result.log);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.find("CONSOLE") != std::string::npos &&
+        (line.find("ERROR") != std::string::npos || line.find("Uncaught") != std::string::npos ||
+         line.find("rror") != std::string::npos))
+      result.errors += line + "\n";
+  if (result.ran)
+    result.screenshot = readFile(shot);
+  return result;
+}
+
+TEST(Report, OpensInHeadlessChromiumWithoutConsoleErrorsAndDrawsSomething) {
+  const Report &report = storiesReport();
+  if (report.dir.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  if (run("command -v chromium").exitCode != 0)
+    GTEST_SKIP() << "chromium is absent (scripts/setup.sh installs it)";
+  // The harness must see an error where there is one.
+  const std::string broken = tempDir() + "/report-broken.html";
+  {
+    std::ofstream file(broken);
+    file << "<!DOCTYPE html><html><body><p>x</p><script>console.error('planted error');"
+            "undefinedFunction();</script></body></html>";
+  }
+  BrowserRun control = openInChromium(broken, "report-broken");
+  ASSERT_TRUE(control.ran) << control.log;
+  ASSERT_NE(control.errors.find("planted error"), std::string::npos)
+      << "console errors are not visible in chromium's log:\n"
+      << control.log;
+
+  BrowserRun opened =
+      openInChromium(fs::absolute(report.dir + "/index.html").string(), "report-page");
+  ASSERT_TRUE(opened.ran) << opened.log;
+  EXPECT_EQ(opened.errors, "") << opened.log;
+  Image image;
+  ASSERT_TRUE(decodePng(opened.screenshot, image)) << "the screenshot is not a PNG Quill reads";
+  EXPECT_EQ(image.width, 1280);
+  // Not blank: many pixels differ from the background (the first pixel),
+  // in many colours (text, tables, the diff's and the chart's colours).
+  size_t differing = 0;
+  std::set<uint32_t> colours;
+  const size_t n = size_t(image.width) * image.height;
+  for (size_t p = 0; p < n; ++p) {
+    const uint8_t *px = &image.pixels[p * image.channels];
+    differing += std::memcmp(px, image.pixels.data(), 3) != 0;
+    colours.insert(uint32_t(px[0]) << 16 | uint32_t(px[1]) << 8 | px[2]);
+  }
+  EXPECT_GT(differing, n / 50) << "the page drew almost nothing";
+  EXPECT_GT(colours.size(), 20u);
+}
+
+TEST(Report, BadReportFlagsAreOneLine) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  CommandResult r =
+      run(quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+          quote(sharedModel("stories260K/tok512.bin")) + " --report /proc/quill-report");
+  expectCleanFailure(r, "/proc/quill-report: cannot create the report directory");
+  r = run(quote(tool("quill-compile")) + " " + quote(model) + " --report " +
+          quote(tempDir() + "/report-emit") + " --emit=linalg");
+  expectCleanFailure(r, "--report follows the whole lowering");
+}
+
+} // namespace
+} // namespace quill::test
