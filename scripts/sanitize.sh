@@ -15,12 +15,23 @@ export CCACHE_BASEDIR="$PWD"
 jobs=${QUILL_JOBS:-2}
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
+# The sanitizer builds run the release build's MLIR tools through wrappers
+# that drop LD_LIBRARY_PATH: the release quill-compile links Debian's libtbb
+# (its report probes the machine), and the TSan run points LD_LIBRARY_PATH
+# at an instrumented oneTBB that only instrumented binaries can load.
+tools="$PWD/build/sanitizer-tools"
+mkdir -p "$tools"
+for tool in quill-compile quill-opt; do
+  printf '#!/bin/sh\nunset LD_LIBRARY_PATH\nexec "%s" "$@"\n' "$PWD/build/bin/$tool" > "$tools/$tool"
+  chmod +x "$tools/$tool"
+done
+
 configure() { # DIR SANITIZERS
   [ -f "$1/build.ninja" ] && return 0
   cmake -S . -B "$1" -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" \
     -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" -DQUILL_SANITIZE="$2" \
-    -DQUILL_COMPILER_BIN_DIR="$PWD/build/bin" "${launcher[@]}" >/dev/null
+    -DQUILL_COMPILER_BIN_DIR="$tools" "${launcher[@]}" >/dev/null
 }
 
 # TSan sees synchronisation only in instrumented code, and Debian's libtbb is
