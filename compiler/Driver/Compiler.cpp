@@ -12,6 +12,7 @@
 #include "compiler/Import/StepBuilder.h"
 #include "compiler/Import/TokenizerImport.h"
 #include "compiler/Inspect/DispatchGraph.h"
+#include "compiler/Inspect/KernelTable.h"
 #include "compiler/Pipeline/Pipeline.h"
 #include "compiler/Pipeline/Registration.h"
 #include "compiler/Pipeline/SharedStages.h"
@@ -42,7 +43,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
                      const ModelConfig &config, ExtractedSchedule &extracted,
                      std::vector<uint8_t> tokenizerBytes,
                      const std::optional<ImportedChatTemplate> &chatTemplate,
-                     TargetPayload kernels) {
+                     const std::vector<KernelCost> &costs, TargetPayload kernels) {
   if (Status s = checkWeightLayout(model, extracted); !s)
     return s;
   ArtifactBuilder builder;
@@ -64,6 +65,7 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
   }
   builder.addSection(kernels.kind, std::move(kernels.bytes));
   builder.addSection(SectionKind::WeightTable, encodeWeightTable(weightTable(model, extracted)));
+  builder.addSection(SectionKind::KernelCosts, encodeKernelCosts(costs));
   builder.addSection(SectionKind::Weights, extracted.schedule.weightBytes,
                      weightSection(model, extracted));
   return builder.write(options.outputPath);
@@ -221,10 +223,16 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   // --graph: the dispatch graph is drawn from the module after the kernels
   // stage, on the way to the artifact.
   std::string graph;
+  // An artifact keeps each kernel's FLOPs and bytes, counted at the same
+  // stage, for the runtime's measured roofline.
+  std::vector<KernelCost> costs;
   auto readStages = [&](mlir::OpPassManager &stagePasses, llvm::StringRef stage) {
     if (!options.graphPath.empty() && stage == kGraphStage)
       stagePasses.addPass(std::make_unique<ReadModulePass>(
           [&](mlir::ModuleOp at) { graph = dispatchGraphDot(at, modelName); }));
+    if (needArtifact && stage == kGraphStage)
+      stagePasses.addPass(std::make_unique<ReadModulePass>(
+          [&](mlir::ModuleOp at) { costs = kernelCosts(kernelTable(at)); }));
     if (report)
       report->afterStage(stagePasses, stage);
   };
@@ -279,7 +287,7 @@ Status compileModel(const CompileOptions &options, llvm::raw_ostream &out) {
   if (options.outputPath.empty())
     return Status::ok();
   return writeArtifact(options, **model, config, *extracted, std::move(tokenizerBytes),
-                       chatTemplate, std::move(**payload));
+                       chatTemplate, costs, std::move(**payload));
 }
 
 } // namespace quill

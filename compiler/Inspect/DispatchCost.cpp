@@ -37,8 +37,11 @@ double rowsOf(Value v) {
 /// block pool [blocks, block size, width]): its last dimension.
 double positionBytes(Value cache) {
   auto type = cast<ShapedType>(cache.getType());
-  const unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-  return double(type.getDimSize(type.getRank() - 1)) * bits / 8.0;
+  const double width = double(type.getDimSize(type.getRank() - 1));
+  // A block-quantized cache (q8_0) stores whole blocks of a position's row.
+  if (auto format = q::weightFormatOf(type.getElementType()))
+    return width / double(format->blockElements) * double(format->blockBytes);
+  return width * type.getElementType().getIntOrFloatBitWidth() / 8.0;
 }
 
 /// Bytes of one row of a weight matrix in its encoding.

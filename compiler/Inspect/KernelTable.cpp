@@ -31,4 +31,30 @@ bool usesInt8Products(const std::string &weightType) {
          weightType == "q6_k";
 }
 
+std::vector<KernelCost> kernelCosts(const std::vector<KernelRow> &rows) {
+  std::vector<KernelCost> costs;
+  for (const KernelRow &row : rows) {
+    KernelCost c;
+    c.step = row.step == "prefill" ? CostStep::Prefill
+             : row.step == "batch" ? CostStep::Batch
+                                   : CostStep::Step;
+    // A batch step's kernels run its live rows; its logits only the rows
+    // that ask for them.
+    if (c.step == CostStep::Batch)
+      c.scaling = row.cost.op.find("logits") != std::string::npos ? RowScaling::LogitRows
+                                                                  : RowScaling::LiveRows;
+    c.int8Products = usesInt8Products(row.cost.weightType);
+    c.flops = row.cost.flops;
+    c.flopsPerPosition = row.cost.flopsPerPosition;
+    c.weightBytes = double(row.cost.weightBytes);
+    c.rowBytes = double(row.cost.activationBytes + row.cost.kvBytesWritten);
+    c.kvBytesPerPosition = row.cost.kvBytesPerPosition;
+    c.kernel = row.kernel;
+    c.op = row.cost.op;
+    c.weightType = row.cost.weightType;
+    costs.push_back(std::move(c));
+  }
+  return costs;
+}
+
 } // namespace quill

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "compiler/Inspect/DispatchCost.h"
+#include "runtime/artifact/KernelCosts.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -27,5 +28,9 @@ std::vector<KernelRow> kernelTable(mlir::ModuleOp module);
 /// (block-quantized weights with quantized activations), so that their
 /// ceiling is the int8 peak.
 bool usesInt8Products(const std::string &weightType);
+
+/// The table as the artifact's KernelCosts section holds it, for the
+/// runtime's measured roofline (quill-run --profile --report).
+std::vector<KernelCost> kernelCosts(const std::vector<KernelRow> &rows);
 
 } // namespace quill

@@ -16,16 +16,6 @@ namespace quill {
 
 namespace {
 
-std::string fixed(double value, int digits) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
-std::string cell(const std::string &html, bool number = false) {
-  return std::string(number ? "<td class=\"n\">" : "<td>") + html + "</td>";
-}
-
 /// A unified diff as HTML lines, removed and added lines coloured.
 std::string diffHtml(const std::string &diff) {
   std::string html;
@@ -63,11 +53,11 @@ void writeTargets(const LoweringReport &report, std::string &html) {
             "</summary>\n<table><tr><th>#</th><th>stage</th><th>passes</th></tr>\n";
     for (size_t i = 0; i < target.stages.size(); ++i) {
       const StageListing &stage = target.stages[i];
-      html += "<tr>" + cell(std::to_string(i + 1), true) +
-              cell("<b>" + htmlEscape(stage.stage) + "</b>") +
-              cell(stage.passes.empty() ? "<span class=\"muted\">after MLIR: produced by the "
-                                          "target from the LLVM dialect</span>"
-                                        : "<code>" + htmlEscape(stage.passes) + "</code>") +
+      html += "<tr>" + htmlCell(std::to_string(i + 1), true) +
+              htmlCell("<b>" + htmlEscape(stage.stage) + "</b>") +
+              htmlCell(stage.passes.empty() ? "<span class=\"muted\">after MLIR: produced by the "
+                                              "target from the LLVM dialect</span>"
+                                            : "<code>" + htmlEscape(stage.passes) + "</code>") +
               "</tr>\n";
     }
     html += "</table></details>\n";
@@ -77,7 +67,7 @@ void writeTargets(const LoweringReport &report, std::string &html) {
 void writePasses(const LoweringReport &report, std::string &html) {
   html += "<h2 id=\"passes\">Every pass of this compile</h2>\n<p>" +
           std::to_string(report.passes.size()) + " passes in " +
-          fixed(report.totalSeconds * 1e3, 1) + " ms; the imported module had " +
+          fixedText(report.totalSeconds * 1e3, 1) + " ms; the imported module had " +
           std::to_string(report.importLines) +
           " lines. Each diff shows what the pass changed, with constants of more than 16 "
           "elements elided (as <code>--mlir-elide-elementsattrs-if-larger=16</code> prints "
@@ -94,7 +84,7 @@ void writePasses(const LoweringReport &report, std::string &html) {
       stage = pass.stage;
       html += "<tr class=\"stage\"><td colspan=\"6\">stage " +
               htmlEscape(stage.empty() ? "(after the last stage)" : stage) + " - " +
-              fixed(stageSeconds[stage] * 1e3, 1) + " ms</td></tr>\n";
+              fixedText(stageSeconds[stage] * 1e3, 1) + " ms</td></tr>\n";
     }
     std::string name = pass.pipeline.substr(0, pass.pipeline.find('{'));
     std::string body;
@@ -114,10 +104,11 @@ void writePasses(const LoweringReport &report, std::string &html) {
                   : "") +
              "</pre></details>";
     }
-    html += "<tr>" + cell(std::to_string(i + 1), true) + cell(body) +
-            cell(fixed(pass.seconds * 1e3, 2), true) + cell(std::to_string(pass.linesAfter), true) +
-            cell(std::to_string(pass.removed), true) + cell(std::to_string(pass.added), true) +
-            "</tr>\n";
+    html += "<tr>" + htmlCell(std::to_string(i + 1), true) + htmlCell(body) +
+            htmlCell(fixedText(pass.seconds * 1e3, 2), true) +
+            htmlCell(std::to_string(pass.linesAfter), true) +
+            htmlCell(std::to_string(pass.removed), true) +
+            htmlCell(std::to_string(pass.added), true) + "</tr>\n";
   }
   html += "</table>\n";
   if (!report.textStages.empty()) {
@@ -145,9 +136,9 @@ void writeGraph(const LoweringReport &report, std::string &html) {
 void writeKernels(const LoweringReport &report, std::string &html) {
   const RooflineCeilings &c = report.ceilings;
   html += "<h2 id=\"kernels\">Kernels on the roofline</h2>\n<p>Per launch; attention at " +
-          fixed(report.positions, 0) + " cached positions. Ceilings: " + htmlEscape(c.source) +
-          " (memory " + fixed(c.bandwidthGBs, 1) + " GB/s, fp32 " + fixed(c.fp32Gflops, 1) +
-          " GFLOP/s, int8 " + fixed(c.int8Gops, 1) +
+          fixedText(report.positions, 0) + " cached positions. Ceilings: " + htmlEscape(c.source) +
+          " (memory " + fixedText(c.bandwidthGBs, 1) + " GB/s, fp32 " + fixedText(c.fp32Gflops, 1) +
+          " GFLOP/s, int8 " + fixedText(c.int8Gops, 1) +
           " GOP/s). Products over block-quantized weights are held to the int8 peak, the rest "
           "to fp32. The floor is the least time a launch can take under them; a step's floor "
           "sums its launches.</p>\n";
@@ -164,17 +155,18 @@ void writeKernels(const LoweringReport &report, std::string &html) {
       stepOrder.push_back(row.step);
     stepFloor[row.step] += f.floorSeconds * 1e6;
     const std::string label = std::to_string(i + 1);
-    html += "<tr>" + cell(label, true) + cell(htmlEscape(stepTitle(row.step))) +
-            cell("<code>" + htmlEscape(row.kernel) + "</code>") + cell(htmlEscape(row.cost.op)) +
-            cell(htmlEscape(row.cost.weightType)) + cell(std::to_string(row.launches), true) +
-            cell(humanFigure(f.flops, ""), true) + cell(humanFigure(f.bytes, "B"), true) +
-            cell(fixed(f.intensity, 2), true) + cell(fixed(f.bound, 1), true) + cell(f.limit) +
-            cell(fixed(f.floorSeconds * 1e6, 2), true) + "</tr>\n";
+    html += "<tr>" + htmlCell(label, true) + htmlCell(htmlEscape(stepTitle(row.step))) +
+            htmlCell("<code>" + htmlEscape(row.kernel) + "</code>") +
+            htmlCell(htmlEscape(row.cost.op)) + htmlCell(htmlEscape(row.cost.weightType)) +
+            htmlCell(std::to_string(row.launches), true) +
+            htmlCell(humanFigure(f.flops, ""), true) + htmlCell(humanFigure(f.bytes, "B"), true) +
+            htmlCell(fixedText(f.intensity, 2), true) + htmlCell(fixedText(f.bound, 1), true) +
+            htmlCell(f.limit) + htmlCell(fixedText(f.floorSeconds * 1e6, 2), true) + "</tr>\n";
   }
   html += "</table>\n<p>";
   for (const std::string &step : stepOrder)
-    html += "Floor of the " + htmlEscape(stepTitle(step)) + " step: " + fixed(stepFloor[step], 1) +
-            " us. ";
+    html += "Floor of the " + htmlEscape(stepTitle(step)) +
+            " step: " + fixedText(stepFloor[step], 1) + " us. ";
   html += "</p>\n";
   html += loweringRooflineSvg(report);
 }
@@ -196,12 +188,7 @@ KernelFigures kernelFigures(const KernelRow &row, double positions,
   if (peak > 0)
     floor = std::max(floor, f.flops / (peak * 1e9));
   f.floorSeconds = floor * double(row.launches);
-  if (ceilings.bandwidthGBs <= 0 && peak <= 0)
-    f.limit = "?";
-  else if (peak <= 0 || (ceilings.bandwidthGBs > 0 && ceilings.bandwidthGBs * f.intensity < peak))
-    f.limit = "memory";
-  else
-    f.limit = int8 && ceilings.int8Gops > 0 ? "int8 compute" : "fp32 compute";
+  f.limit = rooflineLimit(ceilings, f.intensity, int8);
   return f;
 }
 

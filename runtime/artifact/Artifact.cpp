@@ -43,7 +43,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (checksum64(tablePtr, tableBytes) != header.sectionTableChecksum)
     return fail("corrupt section table (checksum mismatch)");
 
-  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::WeightTable);
+  constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::KernelCosts);
   // Byte pointers: the table need not be aligned (memcpy reads the entries).
   const uint8_t *found[kLastKind + 1] = {};
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
@@ -146,6 +146,12 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
     if (!table)
       return fail(table.message());
     a.weightTable_ = table.take();
+  }
+  if (section(SectionKind::KernelCosts, data, size)) {
+    auto costs = decodeKernelCosts(data, size);
+    if (!costs)
+      return fail(costs.message());
+    a.kernelCosts_ = costs.take();
   }
   return a;
 }

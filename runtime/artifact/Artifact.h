@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/artifact/KernelCosts.h"
 #include "runtime/artifact/WeightTable.h"
 #include "runtime/support/MappedFile.h"
 
@@ -51,6 +52,9 @@ public:
   /// What the weight blob holds, tensor by tensor; empty when the artifact
   /// has no WeightTable section (one assembled by hand).
   const std::vector<WeightEntry> &weightTable() const { return weightTable_; }
+  /// The compiler's FLOPs and bytes of each kernel's launches; empty when
+  /// the artifact has no KernelCosts section.
+  const std::vector<KernelCost> &kernelCosts() const { return kernelCosts_; }
   size_t fileSize() const { return file_.size(); }
 
 private:
@@ -75,6 +79,7 @@ private:
   size_t ptxSize_ = 0;
   const uint8_t *weights_ = nullptr;
   std::vector<WeightEntry> weightTable_;
+  std::vector<KernelCost> kernelCosts_;
 };
 
 } // namespace quill

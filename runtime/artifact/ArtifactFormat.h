@@ -29,7 +29,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 8: the optional WeightTable section.
 /// 9: the config holds the KV cache's element type.
 /// 10: WeightTable entries say their row groups (bits 8-15 of the encoding).
-constexpr uint32_t kArtifactVersion = 10;
+/// 11: the optional KernelCosts section.
+constexpr uint32_t kArtifactVersion = 11;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {
@@ -47,6 +48,8 @@ enum class SectionKind : uint32_t {
   ChatTemplate = 10,
   /// Optional: each stored weight's encoding and range (WeightTable.h).
   WeightTable = 11,
+  /// Optional: each kernel's FLOPs and bytes per launch (KernelCosts.h).
+  KernelCosts = 12,
 };
 
 struct ArtifactHeader {

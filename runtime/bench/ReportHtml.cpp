@@ -47,6 +47,16 @@ std::string htmlEscape(const std::string &text) {
   return out;
 }
 
+std::string fixedText(double value, int digits) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string htmlCell(const std::string &html, bool number) {
+  return std::string(number ? "<td class=\"n\">" : "<td>") + html + "</td>";
+}
+
 std::string htmlPage(const std::string &title, const std::string &body) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
@@ -75,6 +85,16 @@ double rooflineBound(const RooflineCeilings &ceilings, double intensity, bool in
   if (ceilings.bandwidthGBs <= 0)
     return peak;
   return peak <= 0 ? slope : std::min(peak, slope);
+}
+
+std::string rooflineLimit(const RooflineCeilings &ceilings, double intensity, bool int8) {
+  const bool int8Roof = int8 && ceilings.int8Gops > 0;
+  const double peak = int8Roof ? ceilings.int8Gops : ceilings.fp32Gflops;
+  if (ceilings.bandwidthGBs <= 0 && peak <= 0)
+    return "?";
+  if (peak <= 0 || (ceilings.bandwidthGBs > 0 && ceilings.bandwidthGBs * intensity < peak))
+    return "memory";
+  return int8Roof ? "int8 compute" : "fp32 compute";
 }
 
 namespace {

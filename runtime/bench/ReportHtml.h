@@ -12,6 +12,12 @@ namespace quill {
 /// UTF-8 replaced by U+FFFD, so it can go anywhere in a page.
 std::string htmlEscape(const std::string &text);
 
+/// `value` with `digits` decimals ("12.35").
+std::string fixedText(double value, int digits);
+
+/// A table cell holding `html`; numbers are right-aligned.
+std::string htmlCell(const std::string &html, bool number = false);
+
 /// A whole HTML page: `body` (HTML) under `title`, with the reports' CSS.
 std::string htmlPage(const std::string &title, const std::string &body);
 
@@ -36,6 +42,10 @@ struct RooflinePoint {
 /// The rate `ceilings` allow at `intensity`: the bandwidth slope or the
 /// peak (int8 where `int8`, else fp32), whichever is lower; 0 if unknown.
 double rooflineBound(const RooflineCeilings &ceilings, double intensity, bool int8);
+
+/// Which ceiling limits a kernel at `intensity`: "memory", "fp32 compute",
+/// "int8 compute" (with `int8` and an int8 peak), or "?" without ceilings.
+std::string rooflineLimit(const RooflineCeilings &ceilings, double intensity, bool int8);
 
 /// A log-log roofline chart as inline SVG: the bandwidth slope, the fp32
 /// and int8 roofs, and `points` coloured by group.

@@ -113,14 +113,14 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   }
 
   uint8_t *prefillInput = reinterpret_cast<uint8_t *>(device->input_.get());
-  if (Status s = device->resolve(artifact.schedule(), device->launches_, device->stepLogits_,
-                                 prefillInput);
+  if (Status s = device->resolve(artifact.schedule(), CostStep::Step, device->launches_,
+                                 device->stepLogits_, prefillInput);
       !s)
     return s;
   device->stepWaves_ = planWaves(artifact.schedule().dispatches);
   if (prefill) {
-    if (Status s = device->resolve(*prefill, device->prefillLaunches_, device->prefillLogits_,
-                                   prefillInput);
+    if (Status s = device->resolve(*prefill, CostStep::Prefill, device->prefillLaunches_,
+                                   device->prefillLogits_, prefillInput);
         !s)
       return s;
     device->prefillWaves_ = planWaves(prefill->dispatches);
@@ -131,7 +131,7 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   return device;
 }
 
-Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
+Status CpuDevice::resolve(const Schedule &schedule, CostStep step, std::vector<Launch> &launches,
                           const float *&logits, uint8_t *input) {
   auto address = [&](const Binding &b) -> void * {
     switch (b.space) {
@@ -158,8 +158,15 @@ Status CpuDevice::resolve(const Schedule &schedule, std::vector<Launch> &launche
     kernels.push_back(*kernel);
   }
   for (const Dispatch &d : schedule.dispatches) {
-    Launch launch{kernels[d.kernel],           {}, d.work, d.grain, d.liveRows, false,
-                  &schedule.kernels[d.kernel], 0};
+    Launch launch{kernels[d.kernel],
+                  {},
+                  d.work,
+                  d.grain,
+                  d.liveRows,
+                  false,
+                  &schedule.kernels[d.kernel],
+                  0,
+                  findKernelCost(artifact_.kernelCosts(), step, schedule.kernels[d.kernel])};
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
       launch.bytes += b.bytes;
@@ -198,7 +205,7 @@ void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, 
       launch(launches[i], token, pos);
       profile_->add(*launches[i].name,
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                    launches[i].bytes);
+                    launches[i].bytes, launches[i].cost);
     } else {
       launch(launches[i], token, pos);
     }
@@ -243,6 +250,9 @@ void CpuDevice::runDispatch(bool prefill, size_t index, int32_t token, int32_t p
 void CpuDevice::step(int32_t token, int32_t pos) {
   trace::Scope traced("step", "decode step",
                       trace::enabled() ? trace::Args().add("pos", pos) : trace::Args());
+  // The step reads the cache up to and including its own position.
+  if (profile_)
+    profile_->beginStep({CostStep::Step, pos + 1.0});
   run(launches_, stepWaves_, token, pos);
   logits_ = stepLogits_;
 }
@@ -252,6 +262,9 @@ void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
                       trace::enabled() ? trace::Args().add("pos", pos).add("tokens", prefillChunk_)
                                        : trace::Args());
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
+  // Row i of the chunk reads pos + i + 1 positions.
+  if (profile_)
+    profile_->beginStep({CostStep::Prefill, pos + (prefillChunk_ + 1) / 2.0});
   run(prefillLaunches_, prefillWaves_, /*token=*/0, pos);
   logits_ = prefillLogits_;
 }
@@ -271,7 +284,9 @@ Status CpuDevice::attachPagedCache(PagedKVCache &cache) {
       cache.numBlocks() > l.maxBlocks)
     return Status::error("the paged KV cache does not match the artifact's batch step");
   batchLaunches_.clear();
-  if (Status s = resolve(batch->schedule, batchLaunches_, batchLogits_, batchInput_.get()); !s)
+  if (Status s = resolve(batch->schedule, CostStep::Batch, batchLaunches_, batchLogits_,
+                         batchInput_.get());
+      !s)
     return s;
   size_t index = 0;
   for (const Dispatch &d : batch->schedule.dispatches) {
@@ -308,6 +323,13 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
     batchTokens()[r] = 0;
     batchPositions()[r] = 0;
     std::fill_n(batchTables() + int64_t(r) * l.tableWidth, l.tableWidth, PagedKVCache::kTrashBlock);
+  }
+  if (profile_) {
+    double positions = 0;
+    for (int32_t r = 0; r < rows; ++r)
+      positions += batchPositions()[r] + 1.0;
+    profile_->beginStep(
+        {CostStep::Batch, rows > 0 ? positions / rows : 0, rows, logitRows, l.rows});
   }
   // The kernels' scalar parameters are (live rows, logit rows) here.
   run(batchLaunches_, batchWaves_, rows, logitRows);

@@ -47,6 +47,7 @@ public:
   /// around each): for finding where a step's time goes.
   void enableProfiling() override;
   std::string profileReport() const override;
+  const KernelProfile *profile() const override { return profile_.get(); }
 
   /// One dispatch of the decode (or prefill) schedule on its own, for kernel
   /// benchmarks: the same launch the step makes.
@@ -62,13 +63,14 @@ private:
     bool parallel;           ///< Big enough for the split to pay for itself.
     const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
+    const KernelCost *cost;  ///< The compiler's count of its work, or null.
   };
 
   CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena);
   /// Resolves a schedule's dispatches into launches (pointers computed once).
   /// `input`: the buffer the schedule's input bindings point into.
-  Status resolve(const Schedule &schedule, std::vector<Launch> &launches, const float *&logits,
-                 uint8_t *input);
+  Status resolve(const Schedule &schedule, CostStep step, std::vector<Launch> &launches,
+                 const float *&logits, uint8_t *input);
   /// Runs a schedule's launches wave by wave (see planWaves): a wave's
   /// launches at once, each large one split across the arena.
   void run(const std::vector<Launch> &launches, const std::vector<size_t> &waves, int32_t token,

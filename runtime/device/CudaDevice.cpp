@@ -105,10 +105,11 @@ ErrorOr<std::unique_ptr<CudaDevice>> CudaDevice::create(const Artifact &artifact
                           "copying the weights to the GPU");
       !s)
     return s;
-  if (Status s = d->resolve(step, d->launches_, d->stepLogits_); !s)
+  if (Status s = d->resolve(step, CostStep::Step, d->launches_, d->stepLogits_); !s)
     return s;
   if (prefill) {
-    if (Status s = d->resolve(*prefill, d->prefillLaunches_, d->prefillLogits_); !s)
+    if (Status s = d->resolve(*prefill, CostStep::Prefill, d->prefillLaunches_, d->prefillLogits_);
+        !s)
       return s;
     d->prefillChunk_ = prefill->tokens;
   }
@@ -178,7 +179,7 @@ Status CudaDevice::checkContracts() const {
   return Status::ok();
 }
 
-Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launches,
+Status CudaDevice::resolve(const Schedule &schedule, CostStep step, std::vector<Launch> &launches,
                            CudaDriver::DevicePtr &logits) {
   struct Function {
     void *handle = nullptr;
@@ -219,7 +220,8 @@ Status CudaDevice::resolve(const Schedule &schedule, std::vector<Launch> &launch
   for (const Dispatch &d : schedule.dispatches) {
     const std::string &name = schedule.kernels[d.kernel];
     const Function &f = functions[name];
-    Launch launch{f.handle, f.block, {}, d.work, d.liveRows, &name, 0};
+    Launch launch{f.handle,   f.block, {}, d.work,
+                  d.liveRows, &name,   0,  findKernelCost(artifact_.kernelCosts(), step, name)};
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
       launch.bytes += b.bytes;
@@ -340,7 +342,7 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
     s = driver_.check(driver_.eventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]),
                       "timing kernel ", timed_[i]->name);
     if (s)
-      profile_->add(*timed_[i]->name, ms / 1e3, timed_[i]->bytes);
+      profile_->add(*timed_[i]->name, ms / 1e3, timed_[i]->bytes, timed_[i]->cost);
   }
   if (s)
     s = driver_.check(driver_.memcpyDtoH(logits_.data(), logits, logits_.size() * sizeof(float)),
@@ -354,6 +356,8 @@ void CudaDevice::step(int32_t token, int32_t pos) {
   if (!error_)
     return;
   Status s = makeCurrent();
+  if (s && profile_)
+    profile_->beginStep({CostStep::Step, pos + 1.0});
   if (s)
     s = run(launches_, stepGraph_, stepLogits_, token, pos);
   fail(s);
@@ -369,6 +373,8 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
     s = driver_.check(
         driver_.memcpyHtoDAsync(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_), stream_),
         "copying the prompt to the GPU");
+  if (s && profile_)
+    profile_->beginStep({CostStep::Prefill, pos + (prefillChunk_ + 1) / 2.0});
   if (s)
     s = run(prefillLaunches_, prefillGraph_, prefillLogits_, /*token=*/0, pos);
   fail(s);

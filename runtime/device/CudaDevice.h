@@ -49,6 +49,7 @@ public:
   /// Kernels then launch one by one (no graph), each between two events.
   void enableProfiling() override;
   std::string profileReport() const override { return profile_ ? profile_->report() : ""; }
+  const KernelProfile *profile() const override { return profile_.get(); }
 
 private:
   /// One dispatch: its function, its parameters' values (binding pointers,
@@ -61,6 +62,7 @@ private:
     bool liveRows;           ///< Work is capped by the token argument (rows in use).
     const std::string *name; ///< The kernel's, for errors.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
+    const KernelCost *cost;  ///< The compiler's count of its work, or null.
   };
   struct Schedules;
 
@@ -72,7 +74,7 @@ private:
   /// The int64 words of the PTX's global `symbol`; fails when it is absent
   /// or holds more than `maxWords`.
   ErrorOr<std::vector<int64_t>> readWords(const std::string &symbol, size_t maxWords) const;
-  Status resolve(const Schedule &schedule, std::vector<Launch> &launches,
+  Status resolve(const Schedule &schedule, CostStep step, std::vector<Launch> &launches,
                  CudaDriver::DevicePtr &logits);
   /// Writes token and pos to the step arguments, runs the launches (the
   /// graph `graph`, captured on first use), then copies the logits back.

@@ -12,6 +12,8 @@
 
 namespace quill {
 
+class KernelProfile;
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -63,6 +65,9 @@ public:
   virtual void enableProfiling() {}
   /// Time per kernel, most first; empty unless profiling.
   virtual std::string profileReport() const { return ""; }
+  /// The profile itself (for quill-run --profile --report); null unless
+  /// profiling.
+  virtual const KernelProfile *profile() const { return nullptr; }
 
   /// A device with its own memory measures its own bandwidth (GB/s, bytes
   /// read and written) for the benchmark's fractions; 0: not measured.

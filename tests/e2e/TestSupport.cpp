@@ -142,13 +142,16 @@ std::map<std::string, ProfileRow> parseProfile(const std::string &err) {
   std::getline(lines, line); // The header.
   while (std::getline(lines, line)) {
     std::istringstream words(line);
-    std::string share, ms, unit, launchesWord, gb, gbUnit, name;
+    std::string share, ms, unit, launchesWord, gbUnit, gflops, gflopsUnit, step, name;
     ProfileRow row;
     if (!(words >> share >> ms >> unit >> row.launches >> launchesWord >> row.gbPerSecond >>
-          gbUnit >> name) ||
-        launchesWord != "launches" || gbUnit != "GB/s")
+          gbUnit >> gflops >> gflopsUnit >> step >> name) ||
+        launchesWord != "launches" || gbUnit != "GB/s" || gflopsUnit != "GFLOP/s")
       break;
-    rows[name] = row;
+    row.gflopsPerSecond = gflops == "n/a" ? -1 : std::stod(gflops);
+    auto [it, fresh] = rows.try_emplace(name, row);
+    if (!fresh)
+      it->second.launches += row.launches;
   }
   return rows;
 }

@@ -62,10 +62,12 @@ std::string wideHeadArtifact(const std::string &name, const std::string &extraFl
 struct ProfileRow {
   long long launches = 0;
   double gbPerSecond = 0;
+  double gflopsPerSecond = -1; ///< -1: "n/a", the artifact has no kernel costs.
 };
 
 /// --profile's rows by kernel, from stderr ("  12.34%  1.234 ms  8 launches
-/// 5.6 GB/s  name" under "kernel time (").
+/// 5.6 GB/s  1.2 GFLOP/s  step  name" under "kernel time ("); a kernel of
+/// several steps sums their launches.
 std::map<std::string, ProfileRow> parseProfile(const std::string &err);
 
 /// The tool failed cleanly: exit code 1 and one line on stderr, "TOOL: ..."

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -325,6 +326,88 @@ TEST(WeightTable, RefusesWhatTheEncodingCannotHoldOrTheSectionCannotFit) {
   std::vector<uint8_t> trailing = encodeWeightTable({{"w", WeightEncoding::F32, 0, 8, 2}});
   trailing.push_back(0);
   EXPECT_FALSE(decodeWeightTable(trailing.data(), trailing.size(), 4096).isOk());
+}
+
+/// A decode attention kernel and a batch step's logits, as the compiler
+/// counts them.
+std::vector<KernelCost> sampleKernelCosts() {
+  KernelCost attention;
+  attention.kernel = "step_attention_0";
+  attention.op = "attention";
+  attention.flopsPerPosition = 256;
+  attention.rowBytes = 512;
+  attention.kvBytesPerPosition = 512;
+  KernelCost logits;
+  logits.step = CostStep::Batch;
+  logits.scaling = RowScaling::LogitRows;
+  logits.int8Products = true;
+  logits.kernel = "batch_logits_9";
+  logits.op = "logits";
+  logits.weightType = "q8_0";
+  logits.flops = 16 * 2.0 * 512 * 64;
+  logits.weightBytes = 512 * 64 / 32 * 34;
+  logits.rowBytes = 16 * (64 + 512) * 4;
+  return {attention, logits};
+}
+
+TEST(KernelCosts, RoundTripAndALaunchsWorkFollowsItsPositionsAndRows) {
+  std::vector<KernelCost> costs = sampleKernelCosts();
+  std::vector<uint8_t> bytes = encodeKernelCosts(costs);
+  auto decoded = decodeKernelCosts(bytes.data(), bytes.size());
+  ASSERT_TRUE(decoded.isOk()) << decoded.message();
+  ASSERT_EQ(decoded->size(), 2u);
+  const KernelCost *logits = findKernelCost(*decoded, CostStep::Batch, "batch_logits_9");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->op, "logits");
+  EXPECT_EQ(logits->weightType, "q8_0");
+  EXPECT_TRUE(logits->int8Products);
+  EXPECT_EQ(logits->scaling, RowScaling::LogitRows);
+  EXPECT_EQ(findKernelCost(*decoded, CostStep::Step, "batch_logits_9"), nullptr);
+
+  // Attention at 10 cached positions: 256 FLOPs and 512 KV bytes each.
+  const KernelCost *attention = findKernelCost(*decoded, CostStep::Step, "step_attention_0");
+  ASSERT_NE(attention, nullptr);
+  LaunchWork work = launchWork(*attention, 10);
+  EXPECT_DOUBLE_EQ(work.flops, 2560);
+  EXPECT_DOUBLE_EQ(work.bytes, 512 + 5120);
+  // The logits of 4 of 16 rows: a quarter of the products and row bytes,
+  // all the weights.
+  work = launchWork(*logits, 7, /*liveRows=*/9, /*logitRows=*/4, /*rows=*/16);
+  EXPECT_DOUBLE_EQ(work.flops, 4 * 2.0 * 512 * 64);
+  EXPECT_DOUBLE_EQ(work.bytes, 512 * 64 / 32 * 34 + 4 * (64 + 512) * 4);
+}
+
+TEST(KernelCosts, RefusesEveryTruncationAndWhatNoKernelCanHave) {
+  std::vector<uint8_t> bytes = encodeKernelCosts(sampleKernelCosts());
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(decodeKernelCosts(bytes.data(), n).isOk()) << n << " bytes";
+  auto refused = [](std::vector<KernelCost> costs, const std::string &phrase) {
+    std::vector<uint8_t> b = encodeKernelCosts(costs);
+    auto decoded = decodeKernelCosts(b.data(), b.size());
+    ASSERT_FALSE(decoded.isOk());
+    EXPECT_NE(decoded.message().find(phrase), std::string::npos) << decoded.message();
+  };
+  std::vector<KernelCost> costs = sampleKernelCosts();
+  costs[0].flops = -1;
+  refused(costs, "negative or non-finite");
+  costs = sampleKernelCosts();
+  costs[1].rowBytes = std::nan("");
+  refused(costs, "negative or non-finite");
+  costs = sampleKernelCosts();
+  costs[0].kernel = "not a symbol";
+  refused(costs, "does not name a kernel");
+  costs = sampleKernelCosts();
+  costs[1].step = static_cast<CostStep>(3);
+  refused(costs, "unknown step");
+  costs = sampleKernelCosts();
+  costs[1].scaling = static_cast<RowScaling>(7);
+  refused(costs, "unknown step, row scaling");
+  // A count no section of this size can hold.
+  std::vector<uint8_t> huge = {0xff, 0xff, 0xff, 0x7f};
+  EXPECT_FALSE(decodeKernelCosts(huge.data(), huge.size()).isOk());
+  std::vector<uint8_t> trailing = encodeKernelCosts(sampleKernelCosts());
+  trailing.push_back(0);
+  EXPECT_FALSE(decodeKernelCosts(trailing.data(), trailing.size()).isOk());
 }
 
 } // namespace

@@ -50,6 +50,10 @@ const char *runUsage() {
          "  --no-verify           skip checksumming the weights at load\n"
          "  --profile             time every kernel launch; print the time per kernel on\n"
          "                        stderr at the end (kernels then run one at a time)\n"
+         "  --report DIR          with --profile: write DIR/index.html, the kernels as\n"
+         "                        they ran on a roofline under this machine's probed\n"
+         "                        bandwidth and fp32 and int8 peaks (kernels.json and\n"
+         "                        roofline.svg beside it)\n"
          "  --trace FILE.json     write a Chrome trace (Perfetto, chrome://tracing): every\n"
          "                        step, kernel launch (and its pieces on the worker\n"
          "                        threads), sampling pass and scheduler decision\n"
@@ -247,6 +251,8 @@ Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool bea
     return s;
   if (!o.cudaGraphs && !o.cuda)
     return Status::error("--no-cuda-graphs is for --device cuda");
+  if (!o.reportDir.empty() && !o.profile)
+    return Status::error("--report draws the profiled kernels: it needs --profile");
   if (!o.batchFile.empty() && !o.prompt.empty())
     return Status::error(
         "--batch-file and --prompt exclude each other: put the prompt in the file");
@@ -411,6 +417,11 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       if (**v == '\0')
         return Status::error("invalid --trace '': expected a file");
       o.traceFile = *v;
+    } else if (arg == "--report") {
+      QUILL_TRY(v, value());
+      if (**v == '\0')
+        return Status::error("invalid --report '': expected a directory");
+      o.reportDir = *v;
     } else if (arg == "--sequential-kernels") {
       o.sequentialKernels = true;
     } else if (arg == "--perplexity" || arg == "--kl-divergence") {

@@ -31,8 +31,8 @@ struct RunOptions {
   std::string traceFile;          ///< --trace: the Chrome trace written at the end.
   bool cuda = false;              ///< --device cuda.
   bool cudaGraphs = true;         ///< CUDA: replay each step as one graph (--no-cuda-graphs).
-  bool sequentialKernels = false; ///< Never run independent kernels together.       ///< Time every
-                                  ///< kernel; report on stderr at exit.
+  bool sequentialKernels = false; ///< Never run independent kernels together.
+  std::string reportDir;          ///< --report: with --profile, the measured roofline's page.
   bool bench = false;             ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;      ///< Prompt tokens timed by --bench.
   int32_t benchDecode = 128;      ///< Decode steps timed by --bench.

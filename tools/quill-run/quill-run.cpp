@@ -7,6 +7,7 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/bench/ModelBench.h"
+#include "runtime/bench/ProfileReport.h"
 #include "runtime/decode/Generator.h"
 #include "runtime/device/CpuDevice.h"
 #include "runtime/device/CudaDevice.h"
@@ -21,8 +22,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace {
 
@@ -105,6 +109,14 @@ int runQuill(int argc, char **argv) {
   std::unique_ptr<Device> owned = made.take();
   CpuDevice *cpu = options.cuda ? nullptr : static_cast<CpuDevice *>(owned.get());
   Device &device = *owned;
+  if (!options.reportDir.empty()) {
+    // Said before the run, not after it: the directory must be writable.
+    std::error_code error;
+    std::filesystem::create_directories(options.reportDir, error);
+    if (error || access(options.reportDir.c_str(), W_OK) != 0)
+      return fail(options.reportDir + ": cannot write the report there" +
+                  (error ? ": " + error.message() : std::string()));
+  }
   // The kernel times, printed however main returns from here on.
   struct ProfilePrinter {
     Device *device;
@@ -190,6 +202,17 @@ int runQuill(int argc, char **argv) {
     return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
   };
   const int code = runWith();
+  // The measured roofline, under ceilings probed now that the run is over.
+  if (!options.reportDir.empty() && device.profile() &&
+      (code == 0 || code == kInterruptedExitCode)) {
+    std::string command;
+    for (int i = 0; i < argc; ++i)
+      command += (i ? " " : "") + std::string(argv[i]);
+    ProfileRun run{std::filesystem::path(options.artifactPath).filename().string(), command,
+                   device.describe(), probeCeilings(device, arena)};
+    if (Status s = writeProfileReport(options.reportDir, run, *device.profile()); !s)
+      return fail(s.message());
+  }
   if (!options.traceFile.empty())
     if (Status s = trace::stopAndWrite(options.traceFile); !s)
       return fail(s.message());

@@ -119,7 +119,10 @@ public:
     } else if (stage == "loops") {
       addLoopsStage(pm);
     } else if (stage == "llvm-dialect") {
-      addLLVMDialectStage(pm, emulate);
+      auto machine = CpuMachine::create({options.cpu});
+      if (!machine)
+        return mlir::failure();
+      addLLVMDialectStage(pm, emulate, /*expandBf16=*/!(*machine)->hasBf16Dot());
     } else {
       return mlir::failure();
     }
@@ -184,7 +187,9 @@ public:
 private:
   /// Vectors unrolled to scalars and LLVM vectors, loops to branches, and
   /// everything to the LLVM dialect; kernels then get the runtime's ABI.
-  static void addLLVMDialectStage(mlir::OpPassManager &pm, bool emulate) {
+  /// `expandBf16`: the CPU has no bf16 conversions, which LLVM would then
+  /// call a runtime library for.
+  static void addLLVMDialectStage(mlir::OpPassManager &pm, bool emulate, bool expandBf16) {
     if (emulate) {
       mlir::quill::ApproximateMathOptions approximate;
       approximate.everywhere = true;
@@ -193,6 +198,8 @@ private:
     addVectorAndLoopLowering(pm, /*reassociateFPReductions=*/true);
     pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(mlir::createConvertMathToLLVMPass());
+    if (expandBf16)
+      pm.addPass(mlir::quill::createCpuExpandBf16Rounding());
     pm.addPass(mlir::createArithToLLVMConversionPass());
     pm.addPass(mlir::createConvertIndexToLLVMPass());
     mlir::ConvertFuncToLLVMPassOptions functions;

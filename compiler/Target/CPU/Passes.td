@@ -135,6 +135,24 @@ def CpuGroupWeightRows : Pass<"quill-cpu-group-weight-rows", "ModuleOp"> {
   ];
 }
 
+def CpuExpandBf16Rounding : Pass<"quill-cpu-expand-bf16-rounding", "ModuleOp"> {
+  let summary = "Rounds f32 to bf16 (and widens bf16) with integer arithmetic";
+  let description = [{
+    For CPUs without AVX512_BF16, where LLVM would lower `arith.truncf` to
+    bf16 as a call of `__truncsfbf2`, a symbol the kernel library cannot
+    resolve when the runtime loads it. Rewrites `arith.truncf` f32 -> bf16
+    into round-to-nearest-even on the bits (NaN kept quiet) and `arith.extf`
+    bf16 -> f32 into a shift, scalars and vectors alike: the values are the
+    ones `vcvtneps2bf16` gives for normal numbers. Runs in the llvm-dialect
+    stage, before arith is lowered to LLVM; the target adds it only where
+    the CPU lacks AVX512_BF16. A module that holds bf16 values also gets a
+    definition of `__truncsfbf2` (the same rounding): LLVM's code generator
+    carries bf16 values that live across blocks as f32 and calls it to round
+    them back.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+}
+
 def EmitKernelABI : Pass<"quill-emit-kernel-abi", "ModuleOp"> {
   let summary = "Gives every dispatched kernel the runtime's uniform C ABI";
   let description = [{
