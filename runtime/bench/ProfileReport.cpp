@@ -140,9 +140,18 @@ std::string profileRooflineSvg(const ProfileRun &run, const std::vector<Measured
 }
 
 std::string renderProfileReport(const ProfileRun &run, const std::vector<MeasuredKernel> &kernels) {
+  // A long prompt on the command line is cut: the page is about kernels.
+  constexpr size_t kCommandShown = 240;
+  std::string command = run.commandLine;
+  if (command.size() > kCommandShown) {
+    size_t cut = kCommandShown;
+    while (cut > 0 && (uint8_t(command[cut]) & 0xC0) == 0x80) // Not inside a character.
+      --cut;
+    command = command.substr(0, cut) + "\u2026";
+  }
   std::string html = "<h1>Quill profile: " + htmlEscape(run.model) +
-                     "</h1>\n<p class=\"muted\"><code>" + htmlEscape(run.commandLine) +
-                     "</code><br>" + htmlEscape(run.device) + "</p>\n";
+                     "</h1>\n<p class=\"muted\"><code>" + htmlEscape(command) + "</code><br>" +
+                     htmlEscape(run.device) + "</p>\n";
   writeSummary(run, kernels, html);
   html += "<h2 id=\"roofline\">Measured roofline</h2>\n<p>Each kernel at the rate it reached, "
           "labelled by its row below; the lines are the ceilings. A point far under its "
