@@ -2,6 +2,7 @@
 #include "compiler/Inspect/LineDiff.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace quill {
 
@@ -67,11 +68,41 @@ std::string editScript(const std::vector<llvm::StringRef> &a, const std::vector<
   return script;
 }
 
+bool isNameCharacter(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.' ||
+         c == '-';
+}
+
 } // namespace
 
+std::string withoutNameNumbers(llvm::StringRef line) {
+  std::string key;
+  key.reserve(line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    key += line[i];
+    if (line[i] != '%' && line[i] != '^' && line[i] != '#')
+      continue;
+    for (; i + 1 < line.size() && isNameCharacter(line[i + 1]); ++i)
+      if (!std::isdigit(static_cast<unsigned char>(line[i + 1])))
+        key += line[i + 1];
+  }
+  return key;
+}
+
 std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, int context,
-                               int maxEdits, bool *minimal) {
-  const std::vector<llvm::StringRef> a = splitLines(before), b = splitLines(after);
+                               int maxEdits, bool *minimal, LineMatch match) {
+  const std::vector<llvm::StringRef> lineA = splitLines(before), lineB = splitLines(after);
+  // The lines compared: the texts', or their keys.
+  std::vector<std::string> keysA, keysB;
+  std::vector<llvm::StringRef> a = lineA, b = lineB;
+  if (match == LineMatch::IgnoringNames) {
+    for (llvm::StringRef line : lineA)
+      keysA.push_back(withoutNameNumbers(line));
+    for (llvm::StringRef line : lineB)
+      keysB.push_back(withoutNameNumbers(line));
+    a.assign(keysA.begin(), keysA.end());
+    b.assign(keysB.begin(), keysB.end());
+  }
   // The common head and tail cost nothing and are most of a pass's output.
   size_t head = 0;
   while (head < a.size() && head < b.size() && a[head] == b[head])
@@ -127,7 +158,7 @@ std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, in
     hunk.beforeLine = aAt[begin] + 1;
     hunk.afterLine = bAt[begin] + 1;
     for (size_t j = begin; j < end; ++j)
-      hunk.lines.push_back({script[j], script[j] == '+' ? b[bAt[j]] : a[aAt[j]]});
+      hunk.lines.push_back({script[j], script[j] == '+' ? lineB[bAt[j]] : lineA[aAt[j]]});
     hunks.push_back(std::move(hunk));
     i = end;
   }

@@ -22,13 +22,27 @@ struct DiffHunk {
   std::vector<DiffLine> lines;
 };
 
+/// How lines are compared.
+enum class LineMatch {
+  Exact,
+  /// As IR: equal but for the numbers in SSA value names, block labels and
+  /// attribute aliases (%12, %cst_3, ^bb2, #map4), which a pass that
+  /// inserts one op shifts for the rest of the function.
+  IgnoringNames,
+};
+
+/// `line` with the digits of every %value, ^block and #alias name dropped:
+/// what LineMatch::IgnoringNames compares.
+std::string withoutNameNumbers(llvm::StringRef line);
+
 /// The hunks that turn `before` into `after` (their lines point into the
 /// texts). A shortest edit script (Myers) while it needs at most
 /// `maxEdits` lines changed; past that, the differing middle is given
 /// whole as removed then added, which a reader of a rewrite wants anyway,
-/// and `minimal` (when given) is set false.
+/// and `minimal` (when given) is set false. Kept lines show `before`'s text.
 std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, int context = 3,
-                               int maxEdits = 1000, bool *minimal = nullptr);
+                               int maxEdits = 1000, bool *minimal = nullptr,
+                               LineMatch match = LineMatch::Exact);
 
 /// Lines removed and added over all `hunks`.
 std::pair<size_t, size_t> diffCounts(const std::vector<DiffHunk> &hunks);

@@ -66,7 +66,10 @@ void PassRecorder::runAfterPass(mlir::Pass *pass, mlir::Operation *op) {
   std::string after = elidedText(op);
   record.linesBefore = lineCount(current_);
   record.linesAfter = lineCount(after);
-  std::vector<DiffHunk> hunks = lineDiff(current_, after, 3, 1000, &record.minimal);
+  // Value numbers shift after any inserted op: lines that differ only in
+  // them are kept, so a pass's diff shows what it changed.
+  std::vector<DiffHunk> hunks =
+      lineDiff(current_, after, 3, 1000, &record.minimal, LineMatch::IgnoringNames);
   std::tie(record.removed, record.added) = diffCounts(hunks);
   size_t kept = 0;
   auto keep = [&](const std::string &line) {

@@ -8,7 +8,7 @@
 
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::quill {
 #define GEN_PASS_DEF_CPUEXPANDBF16ROUNDING
@@ -45,14 +45,16 @@ struct CpuExpandBf16RoundingPass
                  llvm::any_of(op->getOperandTypes(), isBf16);
       return usesBf16 ? WalkResult::interrupt() : WalkResult::advance();
     });
-    if (usesBf16 && !module.lookupSymbol(kRoundingFunction))
+    if (!usesBf16)
+      return;
+    if (!module.lookupSymbol(kRoundingFunction))
       defineRoundingFunction(module);
     // Only the bf16 conversions: the rest of arith-expand would rewrite
-    // min/max and divisions this target lowers well as they are.
+    // min/max and divisions this target lowers well as they are. One walk,
+    // without the greedy driver's folding, so nothing else changes.
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    walkAndApplyPatterns(module, std::move(patterns));
   }
 };
 
