@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -275,6 +276,66 @@ TEST(Inspect, TraceRecordsTheSchedulersDecisions) {
   for (const auto &e : events)
     if (e["name"] == "wait")
       EXPECT_EQ(e["args"]["reason"], "no free sequence slot") << e.dump();
+}
+
+/// Occurrences of `needle` in `text`.
+size_t occurrences(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(Inspect, TraceTimelineDrawsEverySpanOfTheStepsAsked) {
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path =
+      compileArtifact(model, sharedModel("stories260K/tok512.bin"), "inspect-timeline", "");
+  ASSERT_FALSE(path.empty());
+  const std::string traceFile = tempDir() + "/inspect-timeline.json";
+  const std::string svg = tempDir() + "/inspect-timeline.svg";
+  CommandResult r = run(quote(tool("quill-run")) + " " + quote(path) +
+                        " -n 8 --temp 0.8 --seed 2 --threads 2 --trace " + quote(traceFile));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string script = std::string(QUILL_SOURCE_DIR) + "/scripts/trace-timeline.py";
+  r = run("python3 " + quote(script) + " " + quote(traceFile) + " -o " + quote(svg) +
+          " --first-step 3 --steps 2");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // The window: the main thread's steps 3 and 4; every span and instant
+  // inside it is drawn, by category.
+  std::vector<nlohmann::json> events = readTrace(traceFile);
+  std::vector<std::pair<double, double>> steps;
+  for (const auto &e : events)
+    if (e["ph"] == "X" && e.value("cat", "") == "step" && e["tid"] == 1)
+      steps.push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  std::sort(steps.begin(), steps.end());
+  ASSERT_GE(steps.size(), 5u);
+  const double start = steps[3].first, end = steps[4].second;
+  std::map<std::string, size_t> inside;
+  for (const auto &e : events) {
+    if (e["ph"] != "X" && e["ph"] != "i")
+      continue;
+    const double ts = e["ts"], dur = e.value("dur", 0.0);
+    if (ts >= start && ts + dur <= end)
+      ++inside[e["ph"] == "i" ? "instant" : e.value("cat", "")];
+  }
+  EXPECT_EQ(inside["step"], 2u);
+  EXPECT_GT(inside["kernel"], 2 * 20u);
+  const std::string drawing = readFile(svg);
+  for (const auto &[category, count] : inside)
+    EXPECT_EQ(occurrences(drawing, "<g class=\"" + category + "\">"), count) << category;
+  // Well-formed XML, and the threads by name.
+  CommandResult parsed = run(
+      "python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' " + quote(svg));
+  EXPECT_EQ(parsed.exitCode, 0) << parsed.err;
+  EXPECT_NE(drawing.find(">main</text>"), std::string::npos);
+  // Steps the trace does not have: one line.
+  r = run("python3 " + quote(script) + " " + quote(traceFile) + " -o " + quote(svg) +
+          " --first-step 1000");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.err.rfind("trace-timeline: the trace has ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
 TEST(Inspect, TraceToAnUnwritablePathIsOneLine) {
