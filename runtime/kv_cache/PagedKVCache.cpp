@@ -215,7 +215,7 @@ int32_t PagedKVCache::dropBefore(SequenceId seq, int32_t position) {
                    trace::Args()
                        .add("sequence", seq)
                        .add("blocks", released)
-                       .add("reason", std::string("outside the window"))
+                       .add("reason", "outside the window")
                        .add("free_blocks", freeBlocks()));
   return released;
 }
@@ -237,7 +237,7 @@ void PagedKVCache::free(SequenceId seq) {
                    trace::Args()
                        .add("sequence", seq)
                        .add("blocks", freeBlocks() - before)
-                       .add("reason", std::string("sequence done"))
+                       .add("reason", "sequence done")
                        .add("free_blocks", freeBlocks()));
   sequences_[seq].live = false;
   freeSlots_.push_back(seq);

@@ -197,7 +197,7 @@ void Run::traceWait(size_t index, const char *reason) {
     trace::instant("scheduler", "wait",
                    trace::Args()
                        .add("request", int64_t(index))
-                       .add("reason", std::string(reason))
+                       .add("reason", reason)
                        .add("live_sequences", int64_t(live_.size()))
                        .add("free_blocks", cache_.freeBlocks()));
 }

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -40,10 +39,32 @@ struct Event {
   Args args;
 };
 
-/// One thread's events; tid is its place in the registry, from 1.
+/// One thread's events; tid is its place in the registry, from 1. They go
+/// into chunks of kChunkEvents allocated and touched at once (not a
+/// deque's small blocks, a malloc and page faults every few events, which
+/// a step of tiny kernels notices); events never move.
 struct ThreadBuffer {
+  static constexpr size_t kChunkEvents = 8192;
   int tid = 0;
-  std::deque<Event> events; ///< Grows in chunks: events never move.
+  std::vector<std::unique_ptr<Event[]>> chunks;
+  size_t used = kChunkEvents; ///< In the last chunk.
+
+  void add(const Event &event) {
+    if (used == kChunkEvents)
+      grow();
+    chunks.back()[used++] = event;
+  }
+  void grow() {
+    // Constructing the events (their args zeroed) touches every page now,
+    // rather than one fault at a time as events come.
+    chunks.emplace_back(new Event[kChunkEvents]);
+    used = 0;
+  }
+  template <typename Visit> void forEach(Visit visit) const {
+    for (size_t c = 0; c < chunks.size(); ++c)
+      for (size_t i = 0, n = c + 1 == chunks.size() ? used : kChunkEvents; i < n; ++i)
+        visit(chunks[c][i]);
+  }
 };
 
 std::atomic<bool> recording{false};
@@ -63,6 +84,7 @@ ThreadBuffer &threadBuffer() {
     registry.push_back(std::make_unique<ThreadBuffer>());
     buffer = registry.back().get();
     buffer->tid = int(registry.size());
+    buffer->grow();
     bufferGeneration = now;
   }
   return *buffer;
@@ -92,15 +114,18 @@ Args &Args::add(const char *key, int64_t value) {
   return *this;
 }
 
-Args &Args::add(const char *key, const std::string &value) {
-  strings += (strings.empty() ? "" : ",") + jsonQuote(key) + ":" + jsonQuote(value);
+Args &Args::add(const char *key, const char *text) {
+  if (texts < kMaxTexts) {
+    textKeys[texts] = key;
+    textValues[texts++] = text;
+  }
   return *this;
 }
 
 void instant(const char *category, const char *name, const Args &args) {
   if (!enabled())
     return;
-  threadBuffer().events.push_back({'i', category, name, nullptr, ticks(), 0, args});
+  threadBuffer().add({'i', category, name, nullptr, ticks(), 0, args});
 }
 
 void Scope::begin(const char *category, const char *name, const std::string *nameString,
@@ -127,8 +152,7 @@ Scope::~Scope() {
   if (!on_ || !enabled())
     return;
   const uint64_t end = ticks();
-  threadBuffer().events.push_back(
-      {'X', category_, name_, nameString_, begin_, end - begin_, std::move(args_)});
+  threadBuffer().add({'X', category_, name_, nameString_, begin_, end - begin_, args_});
 }
 
 Status stopAndWrite(const std::string &path) {
@@ -157,7 +181,7 @@ Status stopAndWrite(const std::string &path) {
     append("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":" +
            std::to_string(thread->tid) + ",\"ts\":0,\"args\":{\"name\":" + jsonQuote(name) + "}}");
     char times[96];
-    for (const Event &e : thread->events) {
+    thread->forEach([&](const Event &e) {
       std::string event = "{\"ph\":\"";
       event += e.phase;
       event += "\",\"cat\":" + jsonQuote(e.category) +
@@ -169,17 +193,20 @@ Status stopAndWrite(const std::string &path) {
       else
         std::snprintf(times, sizeof times, ",\"ts\":%.3f,\"s\":\"t\"", since(e.start));
       event += times;
-      std::string args = e.args.strings;
+      std::string args;
+      for (int i = 0; i < e.args.texts; ++i)
+        args += (args.empty() ? "" : ",") + jsonQuote(e.args.textKeys[i]) + ":" +
+                jsonQuote(e.args.textValues[i]);
       for (int i = 0; i < e.args.numbers; ++i)
         args += (args.empty() ? "" : ",") + jsonQuote(e.args.keys[i]) + ":" +
                 std::to_string(e.args.values[i]);
       event += ",\"args\":{" + args + "}}";
       append(event);
-    }
-    if (out.size() > (1 << 20)) {
-      std::fwrite(out.data(), 1, out.size(), file);
-      out.clear();
-    }
+      if (out.size() > (1 << 20)) {
+        std::fwrite(out.data(), 1, out.size(), file);
+        out.clear();
+      }
+    });
   }
   out += "\n]}\n";
   std::fwrite(out.data(), 1, out.size(), file);
