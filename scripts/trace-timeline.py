@@ -36,7 +36,22 @@ def load(path):
     events = trace.get("traceEvents") if isinstance(trace, dict) else trace
     if not isinstance(events, list):
         fail(f"{path}: no traceEvents array")
-    return events
+
+    def number(value):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def usable(e):
+        # What this drawing reads of each phase; other events are left out.
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str) \
+                or not number(e.get("tid")):
+            return False
+        if e.get("ph") == "M":
+            return e.get("name") != "thread_name" or isinstance(
+                (e.get("args") or {}).get("name"), str)
+        if e.get("ph") == "X":
+            return number(e.get("ts")) and number(e.get("dur")) and e["dur"] >= 0
+        return e.get("ph") == "i" and number(e.get("ts"))
+    return [e for e in events if usable(e)]
 
 
 def window(events, first, count):
@@ -85,7 +100,8 @@ def draw(events, start, end, title):
             w = max(span["dur"] * scale, 0.5)
             top = y + 2 + depth[id(span)] * LANE_HEIGHT
             tip = f'{span["name"]} ({category}): {span["dur"]:.1f} us'
-            body.append(f'<g class="{escape(category)}"><title>{escape(tip)}</title>'
+            body.append(f'<g class="{escape(category, {chr(34): "&quot;"})}">'
+                        f'<title>{escape(tip)}</title>'
                         f'<rect x="{x:.2f}" y="{top}" width="{w:.2f}" height="{LANE_HEIGHT - 2}" '
                         f'fill="{COLOURS.get(category, "#a0aec0")}" stroke="#fff" stroke-width="0.5"/>')
             if w > 7 * len(span["name"]):

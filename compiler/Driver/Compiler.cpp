@@ -65,7 +65,12 @@ Status writeArtifact(const CompileOptions &options, const ModelSource &model,
   }
   builder.addSection(kernels.kind, std::move(kernels.bytes));
   builder.addSection(SectionKind::WeightTable, encodeWeightTable(weightTable(model, extracted)));
-  builder.addSection(SectionKind::KernelCosts, encodeKernelCosts(costs));
+  // The runtime refuses an artifact whose costs it cannot read: check them
+  // as it will.
+  std::vector<uint8_t> costBytes = encodeKernelCosts(costs);
+  if (auto decoded = decodeKernelCosts(costBytes.data(), costBytes.size()); !decoded)
+    return Status::error("internal error: " + decoded.message());
+  builder.addSection(SectionKind::KernelCosts, std::move(costBytes));
   builder.addSection(SectionKind::Weights, extracted.schedule.weightBytes,
                      weightSection(model, extracted));
   return builder.write(options.outputPath);

@@ -20,16 +20,16 @@ const char *costStepName(CostStep step) {
   return "step";
 }
 
-LaunchWork launchWork(const KernelCost &cost, double positions, int32_t liveRows, int32_t logitRows,
-                      int32_t rows) {
+LaunchWork launchWork(const KernelCost &cost, double flopPositions, double bytePositions,
+                      int32_t liveRows, int32_t logitRows, int32_t rows) {
   double share = 1;
   if (rows > 0 && cost.scaling == RowScaling::LiveRows)
     share = double(liveRows) / rows;
   else if (rows > 0 && cost.scaling == RowScaling::LogitRows)
     share = double(logitRows) / rows;
   LaunchWork work;
-  work.flops = share * (cost.flops + cost.flopsPerPosition * positions);
-  work.bytes = cost.weightBytes + share * (cost.rowBytes + cost.kvBytesPerPosition * positions);
+  work.flops = share * (cost.flops + cost.flopsPerPosition * flopPositions);
+  work.bytes = cost.weightBytes + share * (cost.rowBytes + cost.kvBytesPerPosition * bytePositions);
   return work;
 }
 
@@ -79,8 +79,8 @@ ErrorOr<std::vector<KernelCost>> decodeKernelCosts(const uint8_t *data, size_t s
     if (!isSymbolName(c.kernel))
       return fail(which + " does not name a kernel");
     for (double *figure : figures)
-      if (!std::isfinite(*figure) || *figure < 0)
-        return fail("'" + c.kernel + "' has a negative or non-finite figure");
+      if (!std::isfinite(*figure) || *figure < 0 || *figure > kMaxKernelCostFigure)
+        return fail("'" + c.kernel + "' has a negative, non-finite or impossibly large figure");
     c.step = static_cast<CostStep>(step);
     c.scaling = static_cast<RowScaling>(scaling);
     c.int8Products = int8 == 1;

@@ -55,13 +55,18 @@ struct LaunchWork {
   double bytes = 0;
 };
 
-/// The work of a launch of `cost` that read `positions` cached positions
-/// per row (a mean over rows where they differ), where a batch step ran
-/// `liveRows` and `logitRows` of its `rows`.
-LaunchWork launchWork(const KernelCost &cost, double positions, int32_t liveRows = 0,
-                      int32_t logitRows = 0, int32_t rows = 0);
+/// The work of a launch of `cost` whose rows attended `flopPositions`
+/// cached positions each (a mean over rows where they differ) and which
+/// read `bytePositions` positions of the cache per row it streams for (a
+/// prefill chunk's rows share theirs: the last row's), where a batch step
+/// ran `liveRows` and `logitRows` of its `rows`.
+LaunchWork launchWork(const KernelCost &cost, double flopPositions, double bytePositions,
+                      int32_t liveRows = 0, int32_t logitRows = 0, int32_t rows = 0);
 
 constexpr uint32_t kMaxKernelCosts = 1u << 16;
+/// The most any figure of a launch may be: far past any real kernel, and
+/// low enough that sums and ratios over a run stay finite.
+constexpr double kMaxKernelCostFigure = 1e18;
 
 std::vector<uint8_t> encodeKernelCosts(const std::vector<KernelCost> &costs);
 ErrorOr<std::vector<KernelCost>> decodeKernelCosts(const uint8_t *data, size_t size);

@@ -4,6 +4,7 @@
 #include "runtime/bench/MachineProbes.h"
 #include "runtime/support/Json.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -35,21 +36,30 @@ void writeSummary(const ProfileRun &run, const std::vector<MeasuredKernel> &kern
           "write) to the bandwidth. The memory ceiling is the DRAM's, probed over a buffer "
           "far larger than the caches: a kernel whose bytes stay in cache between steps (a "
           "model that fits there) can run above it.</p>\n";
-  // Per step: its kernel time and how close, weighted by time, it came.
-  std::map<CostStep, std::pair<double, double>> steps; // seconds, seconds x fraction
+  // Per step: its kernel time and how close, weighted by time, its counted
+  // kernels came (those without a count are left out of the weighting).
+  struct StepFigures {
+    double seconds = 0, countedSeconds = 0, weighted = 0;
+  };
+  std::map<CostStep, StepFigures> steps;
   double total = 0;
   for (const MeasuredKernel &k : kernels) {
-    steps[k.entry.step].first += k.entry.seconds;
-    steps[k.entry.step].second += k.entry.seconds * k.ofBound;
+    StepFigures &f = steps[k.entry.step];
+    f.seconds += k.entry.seconds;
+    if (k.entry.cost) {
+      f.countedSeconds += k.entry.seconds;
+      f.weighted += k.entry.seconds * k.ofBound;
+    }
     total += k.entry.seconds;
   }
   html += "<table><tr><th>step</th><th class=\"n\">kernel time ms</th><th class=\"n\">share"
           "</th><th class=\"n\">of its ceilings (time-weighted)</th></tr>\n";
-  for (const auto &[step, figures] : steps)
+  for (const auto &[step, f] : steps)
     html += "<tr>" + htmlCell(htmlEscape(stepTitle(step))) +
-            htmlCell(fixedText(figures.first * 1e3, 3), true) +
-            htmlCell(percent(total > 0 ? figures.first / total : 0), true) +
-            htmlCell(percent(figures.first > 0 ? figures.second / figures.first : 0), true) +
+            htmlCell(fixedText(f.seconds * 1e3, 3), true) +
+            htmlCell(percent(total > 0 ? f.seconds / total : 0), true) +
+            htmlCell(f.countedSeconds > 0 ? percent(f.weighted / f.countedSeconds) : "not counted",
+                     true) +
             "</tr>\n";
   html += "</table>\n";
 }
@@ -110,7 +120,7 @@ MeasuredKernel measureKernel(const KernelProfile::Entry &entry, const RooflineCe
     k.gflops = entry.flops / entry.seconds / 1e9;
     k.gbs = entry.bytes / entry.seconds / 1e9;
   }
-  if (!entry.cost) {
+  if (!entry.cost || !std::isfinite(k.gflops) || !std::isfinite(k.gbs)) {
     k.limit = "?";
     return k;
   }
@@ -144,8 +154,9 @@ std::string renderProfileReport(const ProfileRun &run, const std::vector<Measure
   constexpr size_t kCommandShown = 240;
   std::string command = run.commandLine;
   if (command.size() > kCommandShown) {
+    // Not inside a character (at most 3 continuation bytes back).
     size_t cut = kCommandShown;
-    while (cut > 0 && (uint8_t(command[cut]) & 0xC0) == 0x80) // Not inside a character.
+    for (int back = 0; back < 3 && (uint8_t(command[cut]) & 0xC0) == 0x80; ++back)
       --cut;
     command = command.substr(0, cut) + "\u2026";
   }

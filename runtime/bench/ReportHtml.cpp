@@ -133,8 +133,13 @@ std::string rooflineSvg(const std::vector<RooflinePoint> &points, const Roofline
       yMax = std::max(yMax, y);
     }
   };
+  // Only finite, positive points are drawn (and span the axes).
+  auto drawn = [](const RooflinePoint &p) {
+    return std::isfinite(p.intensity) && std::isfinite(p.gflops) && p.intensity > 0 && p.gflops > 0;
+  };
   for (const RooflinePoint &p : points)
-    include(p.intensity, p.gflops);
+    if (drawn(p))
+      include(p.intensity, p.gflops);
   for (double peak : {ceilings.fp32Gflops, ceilings.int8Gops})
     if (peak > 0 && ceilings.bandwidthGBs > 0)
       include(peak / ceilings.bandwidthGBs, peak);
@@ -218,7 +223,7 @@ std::string rooflineSvg(const std::vector<RooflinePoint> &points, const Roofline
            "\" r=\"4\" fill=\"" + colourOf(groups[g]) + "\"/><text x=\"" + number(left + 24) +
            "\" y=\"" + number(top + 36 + 16 * g) + "\">" + htmlEscape(groups[g]) + "</text>\n";
   for (const RooflinePoint &p : points) {
-    if (p.intensity <= 0 || p.gflops <= 0)
+    if (!drawn(p))
       continue;
     svg += "<g><title>" +
            htmlEscape(p.label + ": " + p.name + " - " + number(p.intensity) + " FLOP/B, " +

@@ -164,7 +164,7 @@ Status CpuDevice::resolve(const Schedule &schedule, CostStep step, std::vector<L
                   d.grain,
                   d.liveRows,
                   false,
-                  &schedule.kernels[d.kernel],
+                  trace::intern(schedule.kernels[d.kernel]),
                   0,
                   findKernelCost(artifact_.kernelCosts(), step, schedule.kernels[d.kernel])};
     for (const Binding &b : d.bindings) {
@@ -252,7 +252,7 @@ void CpuDevice::step(int32_t token, int32_t pos) {
                       trace::enabled() ? trace::Args().add("pos", pos) : trace::Args());
   // The step reads the cache up to and including its own position.
   if (profile_)
-    profile_->beginStep({CostStep::Step, pos + 1.0});
+    profile_->beginStep(decodeProfiledStep(pos, artifact_.config().slidingWindow));
   run(launches_, stepWaves_, token, pos);
   logits_ = stepLogits_;
 }
@@ -262,9 +262,8 @@ void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
                       trace::enabled() ? trace::Args().add("pos", pos).add("tokens", prefillChunk_)
                                        : trace::Args());
   std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
-  // Row i of the chunk reads pos + i + 1 positions.
   if (profile_)
-    profile_->beginStep({CostStep::Prefill, pos + (prefillChunk_ + 1) / 2.0});
+    profile_->beginStep(prefillProfiledStep(pos, prefillChunk_, artifact_.config().slidingWindow));
   run(prefillLaunches_, prefillWaves_, /*token=*/0, pos);
   logits_ = prefillLogits_;
 }
@@ -324,13 +323,9 @@ void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {
     batchPositions()[r] = 0;
     std::fill_n(batchTables() + int64_t(r) * l.tableWidth, l.tableWidth, PagedKVCache::kTrashBlock);
   }
-  if (profile_) {
-    double positions = 0;
-    for (int32_t r = 0; r < rows; ++r)
-      positions += batchPositions()[r] + 1.0;
-    profile_->beginStep(
-        {CostStep::Batch, rows > 0 ? positions / rows : 0, rows, logitRows, l.rows});
-  }
+  if (profile_)
+    profile_->beginStep(batchProfiledStep(batchPositions(), rows, logitRows, l.rows,
+                                          artifact_.config().slidingWindow));
   // The kernels' scalar parameters are (live rows, logit rows) here.
   run(batchLaunches_, batchWaves_, rows, logitRows);
 }

@@ -357,7 +357,7 @@ void CudaDevice::step(int32_t token, int32_t pos) {
     return;
   Status s = makeCurrent();
   if (s && profile_)
-    profile_->beginStep({CostStep::Step, pos + 1.0});
+    profile_->beginStep(decodeProfiledStep(pos, artifact_.config().slidingWindow));
   if (s)
     s = run(launches_, stepGraph_, stepLogits_, token, pos);
   fail(s);
@@ -374,7 +374,7 @@ void CudaDevice::prefill(const int32_t *tokens, int32_t pos) {
         driver_.memcpyHtoDAsync(input_, tokens, sizeof(int32_t) * size_t(prefillChunk_), stream_),
         "copying the prompt to the GPU");
   if (s && profile_)
-    profile_->beginStep({CostStep::Prefill, pos + (prefillChunk_ + 1) / 2.0});
+    profile_->beginStep(prefillProfiledStep(pos, prefillChunk_, artifact_.config().slidingWindow));
   if (s)
     s = run(prefillLaunches_, prefillGraph_, prefillLogits_, /*token=*/0, pos);
   fail(s);

@@ -6,6 +6,37 @@
 
 namespace quill {
 
+namespace {
+
+/// The positions a row at `pos` attends.
+double attended(int64_t pos, int32_t window) {
+  return double(window > 0 ? std::min<int64_t>(pos + 1, window) : pos + 1);
+}
+
+} // namespace
+
+ProfiledStep decodeProfiledStep(int32_t pos, int32_t window) {
+  const double positions = attended(pos, window);
+  return {CostStep::Step, positions, positions};
+}
+
+ProfiledStep prefillProfiledStep(int32_t pos, int32_t chunk, int32_t window) {
+  double sum = 0;
+  for (int32_t i = 0; i < chunk; ++i)
+    sum += attended(int64_t(pos) + i, window);
+  return {CostStep::Prefill, chunk > 0 ? sum / chunk : 0,
+          attended(int64_t(pos) + std::max(chunk, 1) - 1, window)};
+}
+
+ProfiledStep batchProfiledStep(const int32_t *positions, int32_t liveRows, int32_t logitRows,
+                               int32_t rows, int32_t window) {
+  double sum = 0;
+  for (int32_t r = 0; r < liveRows; ++r)
+    sum += attended(positions[r], window);
+  const double mean = liveRows > 0 ? sum / liveRows : 0;
+  return {CostStep::Batch, mean, mean, liveRows, logitRows, rows};
+}
+
 void KernelProfile::add(const std::string &kernel, double seconds, uint64_t bindingBytes,
                         const KernelCost *cost) {
   Entry &e = entries_[{step_.step, kernel}];
@@ -18,8 +49,8 @@ void KernelProfile::add(const std::string &kernel, double seconds, uint64_t bind
   e.bindingBytes += double(bindingBytes);
   ++e.launches;
   if (cost) {
-    LaunchWork work =
-        launchWork(*cost, step_.positions, step_.liveRows, step_.logitRows, step_.rows);
+    LaunchWork work = launchWork(*cost, step_.positions, step_.bytePositions, step_.liveRows,
+                                 step_.logitRows, step_.rows);
     e.flops += work.flops;
     e.bytes += work.bytes;
   } else {

@@ -18,9 +18,19 @@ namespace quill {
 /// The step whose launches are being added: what they read of the cache.
 struct ProfiledStep {
   CostStep step = CostStep::Step;
-  double positions = 0; ///< Cached positions read per row (a mean over a batch's live rows).
+  double positions = 0;     ///< Cached positions each row attends (a mean over the rows).
+  double bytePositions = 0; ///< Positions of the cache read per row streamed (see launchWork).
   int32_t liveRows = 0, logitRows = 0, rows = 0; ///< A batch step's (rows: all it has).
 };
+
+/// What the steps read, with a sliding `window` of positions (0: none):
+/// a decode step at `pos`; a prefill chunk of `chunk` rows at `pos` (row i
+/// attends pos + i + 1; the rows share the cache they read, the last
+/// row's); a batch step whose `liveRows` of `rows` sit at `positions`.
+ProfiledStep decodeProfiledStep(int32_t pos, int32_t window);
+ProfiledStep prefillProfiledStep(int32_t pos, int32_t chunk, int32_t window);
+ProfiledStep batchProfiledStep(const int32_t *positions, int32_t liveRows, int32_t logitRows,
+                               int32_t rows, int32_t window);
 
 class KernelProfile {
 public:

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 namespace quill::trace {
@@ -120,6 +121,13 @@ Args &Args::add(const char *key, const char *text) {
     textValues[texts++] = text;
   }
   return *this;
+}
+
+const std::string *intern(const std::string &name) {
+  static std::mutex mutex;
+  static std::set<std::string> names; // Nodes never move.
+  std::lock_guard<std::mutex> lock(mutex);
+  return &*names.insert(name).first;
 }
 
 void instant(const char *category, const char *name, const Args &args) {

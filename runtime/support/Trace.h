@@ -38,6 +38,11 @@ public:
   const char *textValues[kMaxTexts] = {};
 };
 
+/// A copy of `name` that lives as long as the process, one per distinct
+/// name: for span names whose owner (an artifact, which a quality run
+/// closes before the trace is written) may go first.
+const std::string *intern(const std::string &name);
+
 /// A moment: a scheduler's decision (admit, wait, fork, free blocks, ...).
 void instant(const char *category, const char *name, const Args &args = Args());
 

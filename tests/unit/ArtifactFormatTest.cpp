@@ -367,12 +367,12 @@ TEST(KernelCosts, RoundTripAndALaunchsWorkFollowsItsPositionsAndRows) {
   // Attention at 10 cached positions: 256 FLOPs and 512 KV bytes each.
   const KernelCost *attention = findKernelCost(*decoded, CostStep::Step, "step_attention_0");
   ASSERT_NE(attention, nullptr);
-  LaunchWork work = launchWork(*attention, 10);
+  LaunchWork work = launchWork(*attention, 10, 10);
   EXPECT_DOUBLE_EQ(work.flops, 2560);
   EXPECT_DOUBLE_EQ(work.bytes, 512 + 5120);
   // The logits of 4 of 16 rows: a quarter of the products and row bytes,
   // all the weights.
-  work = launchWork(*logits, 7, /*liveRows=*/9, /*logitRows=*/4, /*rows=*/16);
+  work = launchWork(*logits, 7, 7, /*liveRows=*/9, /*logitRows=*/4, /*rows=*/16);
   EXPECT_DOUBLE_EQ(work.flops, 4 * 2.0 * 512 * 64);
   EXPECT_DOUBLE_EQ(work.bytes, 512 * 64 / 32 * 34 + 4 * (64 + 512) * 4);
 }
@@ -389,10 +389,14 @@ TEST(KernelCosts, RefusesEveryTruncationAndWhatNoKernelCanHave) {
   };
   std::vector<KernelCost> costs = sampleKernelCosts();
   costs[0].flops = -1;
-  refused(costs, "negative or non-finite");
+  refused(costs, "negative, non-finite");
   costs = sampleKernelCosts();
   costs[1].rowBytes = std::nan("");
-  refused(costs, "negative or non-finite");
+  refused(costs, "negative, non-finite");
+  // Large enough that a run's sums would overflow to infinity.
+  costs = sampleKernelCosts();
+  costs[0].flopsPerPosition = 1e300;
+  refused(costs, "impossibly large");
   costs = sampleKernelCosts();
   costs[0].kernel = "not a symbol";
   refused(costs, "does not name a kernel");

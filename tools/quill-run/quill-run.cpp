@@ -202,6 +202,10 @@ int runQuill(int argc, char **argv) {
     return result->stop == StopReason::Interrupted ? kInterruptedExitCode : 0;
   };
   const int code = runWith();
+  // The trace first: it is written whichever way the rest ends.
+  if (!options.traceFile.empty())
+    if (Status s = trace::stopAndWrite(options.traceFile); !s)
+      return fail(s.message());
   // The measured roofline, under ceilings probed now that the run is over.
   if (!options.reportDir.empty() && device.profile() &&
       (code == 0 || code == kInterruptedExitCode)) {
@@ -213,9 +217,6 @@ int runQuill(int argc, char **argv) {
     if (Status s = writeProfileReport(options.reportDir, run, *device.profile()); !s)
       return fail(s.message());
   }
-  if (!options.traceFile.empty())
-    if (Status s = trace::stopAndWrite(options.traceFile); !s)
-      return fail(s.message());
   return code;
 }
 

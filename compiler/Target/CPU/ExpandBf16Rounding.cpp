@@ -47,7 +47,14 @@ struct CpuExpandBf16RoundingPass
     });
     if (!usesBf16)
       return;
-    if (!module.lookupSymbol(kRoundingFunction))
+    // A declaration of it (nothing else should be there) gives way to the
+    // definition.
+    auto existing = module.lookupSymbol<func::FuncOp>(kRoundingFunction);
+    if (existing && existing.isExternal()) {
+      existing.erase();
+      existing = nullptr;
+    }
+    if (!existing && !module.lookupSymbol(kRoundingFunction))
       defineRoundingFunction(module);
     // Only the bf16 conversions: the rest of arith-expand would rewrite
     // min/max and divisions this target lowers well as they are. One walk,
