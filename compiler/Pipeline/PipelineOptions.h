@@ -34,6 +34,9 @@ struct PipelineOptions {
   bool shareWeights = true;
   /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
   bool prefetchWeights = true;
+  /// CPU: products over Q8_0 activations as int8 dot products, vpdpbusd or
+  /// AVX2's (off for A/B: every product decodes the weights to f32).
+  bool int8Dot = true;
   /// CPU with int8 dot products: prefill's and the batch step's products
   /// over Q8_0 and Q4_0 weights as int8 tiles (off for A/B: f32 tiles).
   bool int8MatMul = true;

@@ -52,6 +52,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
                             llvm::cl::init(true)};
   Option<bool> prefetch{*this, "prefetch", llvm::cl::desc("CPU: matmuls prefetch weights"),
                         llvm::cl::init(true)};
+  Option<bool> int8Dot{*this, "int8-dot",
+                       llvm::cl::desc("CPU: products over Q8_0 activations as int8 dot "
+                                      "products (vpdpbusd, or AVX2's vpmaddubsw)"),
+                       llvm::cl::init(true)};
   Option<bool> int8MatMul{*this, "int8-matmul",
                           llvm::cl::desc("CPU: Q8_0/Q4_0 matmuls as int8 row-group tiles"),
                           llvm::cl::init(true)};
@@ -91,6 +95,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       options.attentionChunk = attentionChunk;
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
+    options.int8Dot = int8Dot;
     options.int8MatMul = int8MatMul;
     options.rowGroups = rowGroups;
     options.shareWeights = shareWeights;

@@ -17,9 +17,12 @@ double measureReadBandwidth(tbb::task_arena &arena, int repeats = 5);
 double measureFmaPeak(tbb::task_arena &arena, int repeats = 5);
 
 /// Peak int8 dot-product throughput in GOP/s (2 ops, a multiply and an add,
-/// per byte product) of `vpdpbusd` on all threads of `arena`: on zmm with
-/// AVX-512 VNNI, else on ymm with AVX-VNNI; 0 on a CPU with neither. The
-/// ceiling of an int8 prefill over block-quantized weights.
+/// per byte product) on all threads of `arena`: `vpdpbusd` on zmm with
+/// AVX-512 VNNI, else on ymm with AVX-VNNI, else AVX2's `vpmaddubsw` summed
+/// in i16 (the kernels' form there); 0 on a CPU without AVX2. The ceiling
+/// of an int8 prefill over block-quantized weights.
 double measureInt8DotPeak(tbb::task_arena &arena, int repeats = 5);
+/// The instruction measureInt8DotPeak times on this CPU ("" without AVX2).
+const char *int8DotPeakInstruction();
 
 } // namespace quill

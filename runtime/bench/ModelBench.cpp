@@ -182,10 +182,11 @@ std::string ModelBenchReport::figuresText() const {
                   kvBytesReadPerToken / 1e6, decodeGBs, 100 * decodeFractionOfBandwidth);
     return buffer;
   }
-  char int8[160] = "no int8 dot-product probe (no VNNI)";
+  char int8[160] = "no int8 dot-product probe (no AVX2)";
   char int8Share[96] = "";
   if (int8DotGOps > 0) {
-    std::snprintf(int8, sizeof int8, "int8 dot-product peak %.0f GOP/s (vpdpbusd)", int8DotGOps);
+    std::snprintf(int8, sizeof int8, "int8 dot-product peak %.0f GOP/s (%s)", int8DotGOps,
+                  int8DotPeakInstruction());
     std::snprintf(int8Share, sizeof int8Share, ", %.1f%% of the int8 peak",
                   100 * prefillFractionOfInt8Peak);
   }
@@ -206,7 +207,7 @@ std::string ModelBenchReport::toJson() const {
   std::ostringstream out;
   out.precision(6);
   // A figure whose probe did not run (the FMA and int8 peaks on a GPU, the
-  // int8 peak on a CPU without VNNI) is null.
+  // int8 peak on a CPU without AVX2) is null.
   auto figure = [&](double peak, double value) -> std::ostream & {
     return peak > 0 ? out << value : out << "null";
   };

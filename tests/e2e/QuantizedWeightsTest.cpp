@@ -60,6 +60,14 @@ void PrintTo(const FileEncoding &e, std::ostream *os) { *os << e.type; }
 
 class FileEncodings : public ::testing::TestWithParam<FileEncoding> {};
 
+/// quill-compile's command line for `model` with `flags` (its IR is read
+/// with --emit).
+std::string compileCommand(const std::string &model, const ModelConfig &c,
+                           const std::string &flags) {
+  return quote(tool("quill-compile")) + " " + quote(model) + " --tokenizer " +
+         quote(syntheticTokenizer(c.vocabSize)) + " " + flags;
+}
+
 TEST_P(FileEncodings, StepsMatchTheReferenceOnTheStoredValues) {
   const FileEncoding e = GetParam();
   std::string name = std::string("enc-") + e.type;
@@ -121,9 +129,7 @@ TEST(FileEncodings, RowGroupsAndFileRowsBothMatchTheReference) {
     std::string name = std::string("file-rows-") + type;
     auto [c, model, reference] = encodedModel(name, type, false, 41);
     const std::string flags = "--prefill-chunk 8 --batch-rows 4 --kv-block-size 4";
-    const std::string compile = quote(tool("quill-compile")) + " " + quote(model) +
-                                " --tokenizer " + quote(syntheticTokenizer(c.vocabSize)) + " " +
-                                flags;
+    const std::string compile = compileCommand(model, c, flags);
     CommandResult grouped = run(compile + " --emit=kernels");
     CommandResult plain = run(compile + " --no-row-groups --emit=kernels");
     ASSERT_EQ(grouped.exitCode, 0) << grouped.err;
@@ -190,6 +196,40 @@ TEST(FileEncodings, GroupsOfEightRowsOnAvxVnniMatchTheReference) {
     });
     checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
     checkBatch(artifact, oracleFile(reference, q8), c, name, kQ8InputTolerance);
+  }
+}
+
+TEST(FileEncodings, Avx2PairProductsMatchTheReference) {
+  // A Haswell artifact (AVX2, no VNNI): the int8 products as vpmaddubsw
+  // pairs summed in i16 and widened by vpmaddwd, Q8_0's bytes signed; the
+  // weights in row groups of 8, and again in the file's rows (decode's
+  // blocks of 4 rows, the matmuls' per-call transposes). Their integer
+  // sums are vpdpbusd's, so every step must give the oracle's logits.
+  if (!cpuHasFlag("avx2") || !cpuHasFlag("fma") || !cpuHasFlag("f16c"))
+    GTEST_SKIP() << "this CPU lacks AVX2, so a haswell artifact cannot run here";
+  for (const char *type : {"Q8_0", "Q4_0", "Q4_K_M"}) {
+    std::string name = std::string("avx2-") + type;
+    auto [c, model, reference] = encodedModel(name, type, false, 43);
+    const std::string flags = "--cpu=haswell --prefill-chunk 8 --batch-rows 4 --kv-block-size 4";
+    const std::string compile = compileCommand(model, c, flags);
+    CommandResult kernels = run(compile + " --emit=kernels");
+    ASSERT_EQ(kernels.exitCode, 0) << kernels.err;
+    EXPECT_NE(kernels.out.find("#quill.row_groups<8>"), std::string::npos) << type;
+    CommandResult linalg = run(compile + " --emit=linalg");
+    ASSERT_EQ(linalg.exitCode, 0) << linalg.err;
+    EXPECT_NE(linalg.out.find("llvm.x86.avx2.pmadd.ub.sw"), std::string::npos) << type;
+    EXPECT_EQ(linalg.out.find("vpdpbusd"), std::string::npos) << type;
+    std::set<std::string> q8 = q8InputMatrices(c, [&](const std::string &) {
+      return std::string(type) == "Q4_K_M" ? std::string("Q4_K") : std::string(type);
+    });
+    for (const char *layout : {"", " --no-row-groups"}) {
+      std::string artifact = compileArtifact(model, syntheticTokenizer(c.vocabSize),
+                                             name + (*layout ? "-file-rows" : ""), flags + layout);
+      ASSERT_FALSE(artifact.empty());
+      checkDecodeAndPrefill(artifact, oracleFile(reference, q8), c, name + layout,
+                            kQ8InputTolerance);
+      checkBatch(artifact, oracleFile(reference, q8), c, name + layout, kQ8InputTolerance);
+    }
   }
 }
 
@@ -410,12 +450,13 @@ TEST(FileEncodings, WithoutQuantizedActivationsQ4_0ProductsTakeF32Inputs) {
 }
 
 TEST(FileEncodings, Q8_0InputsWithoutInt8DotProductsFollowTheRounding) {
-  // A CPU without VNNI (haswell: AVX2) rounds the inputs and multiplies
-  // them as f32: the same rounded products as the int8 kernels.
+  // Without int8 dot products (--no-int8-dot, on haswell: AVX2) the kernels
+  // round the inputs and multiply them as f32: the same rounded products
+  // as the int8 kernels.
   auto [c, model, reference] = encodedModel("q8-inputs-haswell", "Q8_0", false, 43);
-  std::string artifact =
-      compileArtifact(model, syntheticTokenizer(c.vocabSize), "q8-inputs-haswell",
-                      "--cpu=haswell --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
+  std::string artifact = compileArtifact(
+      model, syntheticTokenizer(c.vocabSize), "q8-inputs-haswell",
+      "--cpu=haswell --no-int8-dot --prefill-chunk 8 --batch-rows 4 --kv-block-size 4");
   ASSERT_FALSE(artifact.empty());
   auto rounded = oracleFile(reference, matrixNames(c));
   checkDecodeAndPrefill(artifact, rounded, c, "Q8_0 on haswell", kQ8InputTolerance);

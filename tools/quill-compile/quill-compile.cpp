@@ -111,6 +111,12 @@ struct Flags {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noInt8Dot{
+      "no-int8-dot",
+      cl::desc("Products over Q8_0, Q4_0, Q4_K and Q6_K weights decode the weights to f32 "
+               "instead of int8 dot products (vpdpbusd, or AVX2's vpmaddubsw), for A/B "
+               "comparisons"),
+      cl::cat(category)};
   cl::opt<bool> noInt8MatMul{
       "no-int8-matmul",
       cl::desc("Prefill and batch products over Q8_0, Q4_0, Q4_K and Q6_K weights decode the "
@@ -226,6 +232,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
+  options.pipeline.int8Dot = !flags.noInt8Dot;
   options.pipeline.int8MatMul = !flags.noInt8MatMul;
   options.pipeline.rowGroups = !flags.noRowGroups;
   options.pipeline.shareWeights = !flags.noWeightSharing;

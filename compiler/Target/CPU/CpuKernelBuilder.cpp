@@ -99,7 +99,8 @@ Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, V
   if (int64_t lanes = rowGroupsOf(weight.getType())) {
     // Whole groups: the tiles split on them (TilingPolicy.cpp).
     return int8RowGroupMatVec(
-        b, loc, lanes, weight, rounded, getValueOrCreateConstantIndexOp(b, loc, firstRow),
+        b, loc, options_.int8Form, lanes, weight, rounded,
+        getValueOrCreateConstantIndexOp(b, loc, firstRow),
         getValueOrCreateConstantIndexOp(b, loc, divIndex(b, loc, rows, lanes)), init);
   }
   // Blocks of 4 rows, then the leftover rows one by one with the same
@@ -107,10 +108,11 @@ Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, V
   return blocksThenTail(
       b, loc, firstRow, rows, kDecodeRowBlock, init,
       [&](Value first, Value blocks, Value out) {
-        return int8DotMatVec(b, loc, kDecodeRowBlock, weight, rounded, first, blocks, out);
+        return int8DotMatVec(b, loc, options_.int8Form, kDecodeRowBlock, weight, rounded, first,
+                             blocks, out);
       },
       [&](OpFoldResult first, OpFoldResult count, Value out) {
-        return int8DotMatVec(b, loc, 1, weight, rounded,
+        return int8DotMatVec(b, loc, options_.int8Form, 1, weight, rounded,
                              getValueOrCreateConstantIndexOp(b, loc, first),
                              getValueOrCreateConstantIndexOp(b, loc, count), out);
       });
@@ -120,8 +122,9 @@ Value CpuKernelBuilder::q8MatMulRows(OpBuilder &b, Location loc, Value weight, V
                                      OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
                                      Value init) const {
   if (options_.int8Dot && options_.int8MatMul && fitsInt8MatMul(weight.getType()))
-    return int8DotMatMul(b, loc, int8GroupLanes(options_.int8Dot512, options_.vectorWidth), weight,
-                         input, firstRow, rows, liveRows, init);
+    return int8DotMatMul(b, loc, options_.int8Form,
+                         int8GroupLanes(options_.int8Dot512, options_.vectorWidth), weight, input,
+                         firstRow, rows, liveRows, init);
   // The live token rows rounded in vector registers (the neutral form's
   // scalar loops cost a tenth of a prefill), then the decoding matmul: a
   // batch of one rounds one row, not the step's T.

@@ -19,14 +19,28 @@ struct MatMulTile {
   int64_t lanes;  ///< f32 lanes per vector accumulator.
 };
 
+/// The instructions the int8 products take.
+enum class Int8DotForm {
+  /// vpdpbusd (AVX-512 VNNI, AVX-VNNI): four products of unsigned weight
+  /// bytes and signed input bytes added to each i32 lane.
+  Vnni,
+  /// AVX2's vpmaddubsw (two such products to each i16, saturating) and
+  /// vpmaddwd (pairs of i16 to each i32). Exact on the bytes the products
+  /// take: weight bytes below 64 (Q4_0, Q4_K, Q6_K) and Q8_0's signed
+  /// bytes (through vpabsb and vpsignb), times inputs within +-127.
+  Avx2,
+};
+
 struct CpuKernelOptions {
   /// f32 lanes per vector register: 16 (AVX-512), 8 (AVX2), 4 (SSE).
   int64_t vectorWidth = 16;
   /// Matmuls prefetch the next block of weight rows.
   bool prefetchWeights = true;
-  /// The CPU has int8 dot products (vpdpbusd: AVX-512 VNNI with VL, or
-  /// AVX-VNNI): decode's products over Q8_0 activations use them.
+  /// Products over Q8_0 activations run as int8 dot products: vpdpbusd
+  /// (AVX-512 VNNI with VL, or AVX-VNNI) or AVX2's (int8Form).
   bool int8Dot = false;
+  /// Which instructions they take.
+  Int8DotForm int8Form = Int8DotForm::Vnni;
   /// The CPU has the 512-bit vpdpbusd (AVX-512 VNNI): prefill's and the
   /// batch step's int8 products take groups of 16 rows, not 8.
   bool int8Dot512 = false;
@@ -166,14 +180,15 @@ Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows);
 /// Rows [first, first + blocks * rowBlock) of W @ x into `init` as int8
 /// dot products (vpdpbusd) of the weights' blocks with `input`'s, each
 /// block's int32 sum scaled by both scales into f32 partial sums.
-Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
+Value int8DotMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t rowBlock, Value weight,
                     const Int8Input &input, Value first, Value blocks, Value init);
 
 /// Whether int8DotMatMul takes weights of `weightType`: Q8_0 or Q4_0 rows
 /// of whole blocks, Q4_K or Q6_K rows of whole super-blocks.
 bool fitsInt8MatMul(Type weightType);
 /// Weight rows per group of the int8 matmuls and of the row-group layout:
-/// 16 i32 lanes with 512-bit vpdpbusd and 16-wide vectors, else 8.
+/// 16 i32 lanes with 512-bit vpdpbusd and 16-wide vectors, else 8 (AVX2's
+/// products included).
 inline int64_t int8GroupLanes(bool int8Dot512, int64_t vectorWidth) {
   return int8Dot512 && vectorWidth >= 16 ? 16 : 8;
 }
@@ -183,8 +198,9 @@ inline int64_t int8GroupLanes(bool int8Dot512, int64_t vectorWidth) {
 /// groups of `lanes` rows (16 with AVX-512 VNNI, 8 with AVX-VNNI)
 /// transposed so that one vpdpbusd serves every row of a group
 /// (Int8DotMatMul.cpp).
-Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
-                    OpFoldResult firstRow, OpFoldResult rows, Value liveRows, Value init);
+Value int8DotMatMul(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes, Value weight,
+                    Value input, OpFoldResult firstRow, OpFoldResult rows, Value liveRows,
+                    Value init);
 
 /// A weight stored in row groups (#quill.row_groups), read by the int8
 /// products (Int8RowGroups.cpp).
@@ -234,13 +250,36 @@ private:
   Value halves;
   SmallVector<Value> scaleVectors, secondVectors;
 };
-/// vpdpbusd(acc, unsigned weight bytes, signed input bytes) on the i32
-/// lanes of `acc` (8 or 16).
-Value int8Dot(OpBuilder &b, Location loc, Value acc, Value weights, Value input);
+/// The i32 lanes (8 or 16) of int8 products added word by word
+/// (Int8DotSums.cpp): each word one vpdpbusd, or, with AVX2's form, one
+/// vpmaddubsw whose i16 pairs are summed over as many words as cannot
+/// overflow (8 for nibbles, 2 for Q6_K's six bits, 1 for Q8_0), then
+/// widened by one vpmaddwd. The integer sums are the same in both forms.
+class Int8Sums {
+public:
+  /// Sums over `element`'s weight bytes, from `start` (vector<L x i32>).
+  Int8Sums(Int8DotForm form, Type element, Value start);
+  /// Adds the products of `weights` (vector<L x i32>: lane r's four
+  /// unsigned bytes, Q8_0's sign bits flipped) and `input` (four signed
+  /// bytes per lane).
+  void add(OpBuilder &b, Location loc, Value weights, Value input);
+  /// The lanes so far.
+  Value sums(OpBuilder &b, Location loc);
+
+private:
+  void widenPending(OpBuilder &b, Location loc);
+
+  Int8DotForm form;
+  Type element;
+  Value acc;
+  Value pending; ///< AVX2: i16 pair sums not yet widened.
+  int64_t pendingWords = 0;
+};
 /// The offset of the unsigned bytes the int8 products multiply: 128
-/// (Q8_0's flipped sign bits), 8 (Q4_0), 32 (Q6_K), 0 (Q4_K, whose minimum
-/// is a term of its own).
-int64_t int8WeightOffset(Type element);
+/// (Q8_0's flipped sign bits; 0 with AVX2's form, which multiplies the
+/// signed bytes), 8 (Q4_0), 32 (Q6_K), 0 (Q4_K, whose minimum is a term
+/// of its own).
+int64_t int8WeightOffset(Int8DotForm form, Type element);
 /// One step's input: a block of 32 values rounded to Q8_0.
 struct Int8StepInput {
   SmallVector<Value> words; ///< 8 i32: the int8 values, four to a word.
@@ -251,23 +290,24 @@ struct Int8StepInput {
 /// vpdpbusd (Q6_K: always its two halves): their starting values, -offset
 /// * sum(q_x) (which takes the weight bytes' offset off exactly) in the
 /// first run (Q6_K: -32 * each half's sum), 0 in the others.
-SmallVector<Value> startGroupSums(OpBuilder &b, Location loc, Type element, const Int8StepInput &x,
-                                  int64_t lanes, int64_t runs);
+SmallVector<Int8Sums> startGroupSums(OpBuilder &b, Location loc, Int8DotForm form, Type element,
+                                     const Int8StepInput &x, int64_t lanes, int64_t runs);
 /// Which run word j (0-7) of a step adds to.
 int64_t groupSumRun(Type element, int64_t j, int64_t runs);
 /// `lanes` (vector<L x f32>, a row per lane) plus the step whose integer
 /// sums are `ints`: scale_w * d_x * (q_w . q_x); Q4_K then takes off dmin
 /// * min * d_x * sum(q_x), Q6_K adds its halves apart.
 Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Value second,
-                      ArrayRef<Value> ints, const Int8StepInput &x, Value lanes);
+                      MutableArrayRef<Int8Sums> ints, const Int8StepInput &x, Value lanes);
 /// One step whole: startGroupSums, the 8 words, finishGroupStep.
-Value accumulateGroupStep(OpBuilder &b, Location loc, Type element, const RowGroupBlock &block,
-                          const Int8StepInput &x, Value lanes, int64_t runs);
+Value accumulateGroupStep(OpBuilder &b, Location loc, Int8DotForm form, Type element,
+                          const RowGroupBlock &block, const Int8StepInput &x, Value lanes,
+                          int64_t runs);
 /// Rows [first, first + groups * lanes) of W @ x into `init`: each group's
 /// steps as vpdpbusd of its word vectors with the input's words
 /// broadcast, one FMA per step (two for Q4_K and Q6_K) into one f32 lane
 /// per row.
-Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight,
+Value int8RowGroupMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes, Value weight,
                          const Int8Input &input, Value first, Value groups, Value init);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as

@@ -96,6 +96,10 @@ bool CpuMachine::hasInt8Dot512() const {
   return machine_->getMCSubtargetInfo()->checkFeatures("+avx512vnni");
 }
 
+bool CpuMachine::hasAvx2Int8() const {
+  return machine_->getMCSubtargetInfo()->checkFeatures("+avx2");
+}
+
 bool CpuMachine::hasBf16Dot() const {
   return machine_->getMCSubtargetInfo()->checkFeatures("+avx512bf16");
 }

@@ -36,6 +36,9 @@ public:
   bool hasInt8Dot() const;
   /// Whether it has the 512-bit vpdpbusd (AVX-512 VNNI).
   bool hasInt8Dot512() const;
+  /// Whether it has AVX2's byte products (vpmaddubsw, vpmaddwd): the int8
+  /// products' form without vpdpbusd.
+  bool hasAvx2Int8() const;
   /// Whether the CPU has vdpbf16ps (AVX512_BF16): bf16 pair products.
   bool hasBf16Dot() const;
   /// Whether vdpbf16ps multiplies faster than f32 FMAs here (AMD Zen 4

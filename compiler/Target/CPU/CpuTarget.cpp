@@ -36,6 +36,12 @@ namespace quill {
 
 namespace {
 
+/// Whether the products over Q8_0 activations run as int8 dot products:
+/// vpdpbusd, or AVX2's byte products where it is missing.
+bool hasInt8Products(const CpuMachine &machine) {
+  return machine.hasInt8Dot() || machine.hasAvx2Int8();
+}
+
 class CpuTarget final : public Target {
 public:
   llvm::StringRef name() const override { return "cpu"; }
@@ -81,8 +87,8 @@ public:
       if (emulate)
         pm.addPass(mlir::quill::createCudaSplitUnits());
       if (auto machine = CpuMachine::create({options.cpu});
-          !emulate && machine && (*machine)->hasInt8Dot() && options.int8MatMul &&
-          options.rowGroups) {
+          !emulate && machine && options.int8Dot && hasInt8Products(**machine) &&
+          options.int8MatMul && options.rowGroups) {
         mlir::quill::CpuGroupWeightRowsOptions groups;
         groups.lanes =
             mlir::quill::int8GroupLanes((*machine)->hasInt8Dot512(), (*machine)->vectorWidth());
@@ -108,7 +114,8 @@ public:
         mlir::quill::CpuLowerKernelsOptions kernels;
         kernels.vectorWidth = (*machine)->vectorWidth();
         kernels.prefetchWeights = options.prefetchWeights;
-        kernels.int8Dot = (*machine)->hasInt8Dot();
+        kernels.int8Dot = options.int8Dot && hasInt8Products(**machine);
+        kernels.int8Vnni = (*machine)->hasInt8Dot();
         kernels.int8Dot512 = (*machine)->hasInt8Dot512();
         kernels.int8MatMul = options.int8MatMul;
         kernels.bf16Dot = (*machine)->bf16DotOutrunsFma();

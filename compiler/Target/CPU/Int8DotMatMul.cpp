@@ -9,7 +9,7 @@
 // A step is one block of 32 inputs: a Q8_0 or Q4_0 block, or a sub-block
 // of a K-quant super-block (Q4_K's scale and minimum; Q6_K's two scales of
 // 16, each half its own int32 sum).
-// A group of L rows (L = 16 with AVX-512 VNNI, 8 with AVX-VNNI) is
+// A group of L rows (L = 16 with AVX-512 VNNI, 8 with AVX-VNNI or AVX2) is
 // transposed once into a stack buffer for all the live token rows (a
 // batch step's single row too: the buffer's stores and loads cost little
 // beside the transposes). Every token row sums a row's steps in order with
@@ -52,6 +52,7 @@ struct Int8Rows {
 
 /// What a group's kernel needs besides the group.
 struct Int8Tiles {
+  Int8DotForm form;
   int64_t lanes;  ///< Rows per group, i32 lanes of a vector.
   Value storage;  ///< The weight's bytes ([rows, row bytes] i8).
   Type element;   ///< !quill.q8_0, q4_0, q4_k or q6_k.
@@ -304,7 +305,7 @@ SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location lo
           ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))}));
     x.scale = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
     // Several tokens' products interleave: one run of vpdpbusd each.
-    next.push_back(accumulateGroupStep(b, loc, t.element, group, x, lanes, /*runs=*/1));
+    next.push_back(accumulateGroupStep(b, loc, t.form, t.element, group, x, lanes, /*runs=*/1));
   }
   return next;
 }
@@ -363,8 +364,9 @@ bool fitsInt8MatMul(Type weightType) {
   return isa<Q4_KType, Q6_KType>(type.getElementType()) && type.getDimSize(1) % 256 == 0;
 }
 
-Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Value input,
-                    OpFoldResult firstRow, OpFoldResult rowCount, Value liveRows, Value init) {
+Value int8DotMatMul(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes, Value weight,
+                    Value input, OpFoldResult firstRow, OpFoldResult rowCount, Value liveRows,
+                    Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   auto inputType = cast<RankedTensorType>(input.getType());
   const int64_t tokens = inputType.getDimSize(0), width = inputType.getDimSize(1);
@@ -428,7 +430,7 @@ Value int8DotMatMul(OpBuilder &b, Location loc, int64_t lanes, Value weight, Val
   if (auto toTensor = storage.getDefiningOp<bufferization::ToTensorOp>())
     memref = toTensor.getBuffer();
   Int8Tiles t{
-      lanes, storage, weightType.getElementType(), width / kQ8Block, x, reductionFastMath(b)};
+      form, lanes, storage, weightType.getElementType(), width / kQ8Block, x, reductionFastMath(b)};
   const WeightFormat format = *weightFormatOf(t.element);
   const int64_t ahead = prefetchDistance(lanes, rowStorageBytes(weightType));
 

@@ -1,9 +1,10 @@
 // Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with Q8_0
 // activations (q8_input) as int8 dot products: the input is rounded once
 // per call to int8 blocks of 32, then each 32-weight group of a row is one
-// vpdpbusd (AVX-512 VNNI on ymm, or AVX-VNNI) of its bytes with the input
-// block's, its int32 sums converted once and scaled by the weights' and the
-// input's scales. vpdpbusd multiplies unsigned by signed bytes: Q4_0's and
+// vpdpbusd (AVX-512 VNNI on ymm, or AVX-VNNI; AVX2's pair products
+// otherwise, Int8DotSums.cpp) of its bytes with the input block's, its
+// int32 sums converted once and scaled by the weights' and the input's
+// scales. vpdpbusd multiplies unsigned by signed bytes: Q4_0's and
 // Q4_K's nibbles are unsigned already, Q8_0's bytes become unsigned with the
 // sign bit flipped (q + 128), Q6_K's six bits are q + 32; an offset times
 // the input block's sum is taken off by starting the dot product's
@@ -22,10 +23,6 @@
 namespace mlir::quill {
 
 namespace {
-
-/// vpdpbusd's 256-bit form (VEX with AVX-VNNI, EVEX with AVX-512 VNNI+VL);
-/// LLVM 22's signature: (<8 x i32> acc, <32 x i8> unsigned, <32 x i8> signed).
-constexpr llvm::StringLiteral kDotIntrinsic = "llvm.x86.avx512.vpdpbusd.256";
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
@@ -51,13 +48,6 @@ InputBlock inputBlock(OpBuilder &b, Location loc, const Int8Input &input, Value 
           tensor::ExtractOp::create(
               b, loc, input.halfSums,
               ValueRange{arith::AddIOp::create(b, loc, half, indexConstant(b, loc, 1))})};
-}
-
-/// vpdpbusd(start, unsigned weights, signed input).
-Value dot(OpBuilder &b, Location loc, Value start, Value weights, Value input) {
-  return LLVM::CallIntrinsicOp::create(b, loc, start.getType(), b.getStringAttr(kDotIntrinsic),
-                                       ValueRange{start, weights, input})
-      .getResult(0);
 }
 
 } // namespace
@@ -154,7 +144,7 @@ Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows) {
   return rows.getResult(0);
 }
 
-Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
+Value int8DotMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t rowBlock, Value weight,
                     const Int8Input &input, Value first, Value blocks, Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   Type element = weightType.getElementType();
@@ -173,6 +163,13 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
   Value intZeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(ints8, int32_t(0)));
   Value signBits = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(bytes32, int8_t(-128)));
   auto fastMath = reductionFastMath(b);
+  // The i32 lanes of one block's products from `start`.
+  auto dot = [&](OpBuilder &ib, Location il, Value start, Value weights, Value x) {
+    Int8Sums sums(form, element, start);
+    sums.add(ib, il, vector::BitCastOp::create(ib, il, ints8, weights),
+             vector::BitCastOp::create(ib, il, ints8, x));
+    return sums.sums(ib, il);
+  };
   // acc += splat(scale) * float(lanes).
   auto accumulate = [&](OpBuilder &ib, Location il, Value scale, Value lanes, Value acc) -> Value {
     if (!isa<VectorType>(scale.getType()))
@@ -204,7 +201,8 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
               SmallVector<Value> next(acc.begin(), acc.end());
               RowDecoder rowDecoder{ib, il, storage, Value(), 8, fastMath};
               if (!kQuant) {
-                // Q8_0, Q4_0: one block per step; offset 128 or 8.
+                // Q8_0, Q4_0: one block per step; offset 128 (0) or 8, a
+                // share in each lane.
                 const bool q8 = isa<Q8_0Type>(element);
                 InputBlock x = inputBlock(
                     ib, il, input,
@@ -212,7 +210,8 @@ Value int8DotMatVec(OpBuilder &b, Location loc, int64_t rowBlock, Value weight,
                 Value sum = arith::AddIOp::create(ib, il, x.firstSum, x.secondSum);
                 Value start = vector::BroadcastOp::create(
                     ib, il, ints8,
-                    arith::MulIOp::create(ib, il, sum, i32Constant(ib, il, q8 ? -16 : -1)));
+                    arith::MulIOp::create(
+                        ib, il, sum, i32Constant(ib, il, -int8WeightOffset(form, element) / 8)));
                 Value base =
                     arith::MulIOp::create(ib, il, step, indexConstant(ib, il, format.blockBytes));
                 for (int64_t r = 0; r < rowBlock; ++r) {

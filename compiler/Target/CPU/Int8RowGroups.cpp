@@ -221,43 +221,28 @@ RowGroupBlock RowGroupChunk::block(int64_t s) {
   return out;
 }
 
-Value int8Dot(OpBuilder &b, Location loc, Value acc, Value weights, Value input) {
-  const int64_t lanes = cast<VectorType>(acc.getType()).getDimSize(0);
-  llvm::StringRef intrinsic =
-      lanes == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
-  auto bytes = VectorType::get({4 * lanes}, b.getI8Type());
-  Value w = vector::BitCastOp::create(b, loc, bytes, weights);
-  Value x = vector::BitCastOp::create(b, loc, bytes, input);
-  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(), b.getStringAttr(intrinsic),
-                                       ValueRange{acc, w, x})
-      .getResult(0);
-}
-
-int64_t int8WeightOffset(Type element) {
-  if (isa<Q8_0Type>(element))
-    return 128;
-  if (isa<Q4_0Type>(element))
-    return 8;
-  return isa<Q6_KType>(element) ? 32 : 0;
-}
-
-SmallVector<Value> startGroupSums(OpBuilder &b, Location loc, Type element, const Int8StepInput &x,
-                                  int64_t lanes, int64_t runs) {
+SmallVector<Int8Sums> startGroupSums(OpBuilder &b, Location loc, Int8DotForm form, Type element,
+                                     const Int8StepInput &x, int64_t lanes, int64_t runs) {
   Words w{b, loc, lanes};
   auto i32 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
-  const int64_t offset = int8WeightOffset(element);
-  SmallVector<Value> starts;
+  const int64_t offset = int8WeightOffset(form, element);
+  SmallVector<Int8Sums> starts;
   if (isa<Q6_KType>(element)) {
     for (Value half : x.halfSums)
-      starts.push_back(vector::BroadcastOp::create(
-          b, loc, w.type(), arith::MulIOp::create(b, loc, half, i32(-offset))));
+      starts.emplace_back(form, element,
+                          vector::BroadcastOp::create(
+                              b, loc, w.type(), arith::MulIOp::create(b, loc, half, i32(-offset))));
     return starts;
   }
-  Value sum = arith::AddIOp::create(b, loc, x.halfSums[0], x.halfSums[1]);
-  starts.push_back(vector::BroadcastOp::create(b, loc, w.type(),
-                                               arith::MulIOp::create(b, loc, sum, i32(-offset))));
+  Value first = w.splat(0);
+  if (offset) {
+    Value sum = arith::AddIOp::create(b, loc, x.halfSums[0], x.halfSums[1]);
+    first = vector::BroadcastOp::create(b, loc, w.type(),
+                                        arith::MulIOp::create(b, loc, sum, i32(-offset)));
+  }
+  starts.emplace_back(form, element, first);
   for (int64_t run = 1; run < runs; ++run)
-    starts.push_back(w.splat(0));
+    starts.emplace_back(form, element, w.splat(0));
   return starts;
 }
 
@@ -266,7 +251,7 @@ int64_t groupSumRun(Type element, int64_t j, int64_t runs) {
 }
 
 Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Value second,
-                      ArrayRef<Value> ints, const Int8StepInput &x, Value lanes) {
+                      MutableArrayRef<Int8Sums> ints, const Int8StepInput &x, Value lanes) {
   Words w{b, loc, cast<VectorType>(lanes.getType()).getDimSize(0)};
   Value dx = vector::BroadcastOp::create(b, loc, w.floats(), x.scale);
   auto addScaled = [&](Value scale, Value sum) {
@@ -274,13 +259,13 @@ Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Va
                                   arith::SIToFPOp::create(b, loc, w.floats(), sum), lanes);
   };
   if (isa<Q6_KType>(element)) {
-    addScaled(scales, ints[0]);
-    addScaled(second, ints[1]);
+    addScaled(scales, ints[0].sums(b, loc));
+    addScaled(second, ints[1].sums(b, loc));
     return lanes;
   }
-  Value sum = ints[0];
-  for (Value run : ints.drop_front())
-    sum = arith::AddIOp::create(b, loc, sum, run);
+  Value sum = ints[0].sums(b, loc);
+  for (Int8Sums &run : ints.drop_front())
+    sum = arith::AddIOp::create(b, loc, sum, run.sums(b, loc));
   addScaled(scales, sum);
   if (isa<Q4_KType>(element)) {
     // - dmin * min * d_x * sum(q_x).
@@ -295,18 +280,18 @@ Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Va
   return lanes;
 }
 
-Value accumulateGroupStep(OpBuilder &b, Location loc, Type element, const RowGroupBlock &block,
-                          const Int8StepInput &x, Value lanes, int64_t runs) {
+Value accumulateGroupStep(OpBuilder &b, Location loc, Int8DotForm form, Type element,
+                          const RowGroupBlock &block, const Int8StepInput &x, Value lanes,
+                          int64_t runs) {
   Words w{b, loc, cast<VectorType>(lanes.getType()).getDimSize(0)};
-  SmallVector<Value> ints = startGroupSums(b, loc, element, x, w.lanes, runs);
-  for (auto [j, word] : llvm::enumerate(block.words)) {
-    Value &acc = ints[groupSumRun(element, int64_t(j), runs)];
-    acc = int8Dot(b, loc, acc, word, vector::BroadcastOp::create(b, loc, w.type(), x.words[j]));
-  }
+  SmallVector<Int8Sums> ints = startGroupSums(b, loc, form, element, x, w.lanes, runs);
+  for (auto [j, word] : llvm::enumerate(block.words))
+    ints[groupSumRun(element, int64_t(j), runs)].add(
+        b, loc, word, vector::BroadcastOp::create(b, loc, w.type(), x.words[j]));
   return finishGroupStep(b, loc, element, block.scales, block.second, ints, x, lanes);
 }
 
-Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight,
+Value int8RowGroupMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes, Value weight,
                          const Int8Input &input, Value first, Value groups, Value init) {
   auto weightType = cast<RankedTensorType>(weight.getType());
   Type element = weightType.getElementType();
@@ -331,7 +316,7 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight
               weights.loadAll();
               Words iw{ib, il, lanes};
               SmallVector<Int8StepInput> xs(perChunk);
-              SmallVector<SmallVector<Value>> ints;
+              SmallVector<SmallVector<Int8Sums>> ints;
               for (int64_t s = 0; s < perChunk; ++s) {
                 Value step = arith::AddIOp::create(
                     ib, il, arith::MulIOp::create(ib, il, chunk, indexConstant(ib, il, perChunk)),
@@ -350,15 +335,15 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, int64_t lanes, Value weight
                 x.halfSums[1] = tensor::ExtractOp::create(
                     ib, il, input.halfSums,
                     ValueRange{arith::AddIOp::create(ib, il, half, indexConstant(ib, il, 1))});
-                ints.push_back(startGroupSums(ib, il, element, x, lanes, runs));
+                ints.push_back(startGroupSums(ib, il, form, element, x, lanes, runs));
               }
               // The chunk's words loaded together (their misses overlap),
               // then the products in the order the words lie
               // (rowGroupWordOrder), each word decoded just before them.
               for (auto [s, j] : rowGroupWordOrder(element)) {
-                Value &sum = ints[s][groupSumRun(element, j, runs)];
-                sum = int8Dot(ib, il, sum, weights.word(s, j),
-                              vector::BroadcastOp::create(ib, il, iw.type(), xs[s].words[j]));
+                ints[s][groupSumRun(element, j, runs)].add(
+                    ib, il, weights.word(s, j),
+                    vector::BroadcastOp::create(ib, il, iw.type(), xs[s].words[j]));
               }
               Value lanesAcc = acc[0];
               for (int64_t s = 0; s < perChunk; ++s)

@@ -25,8 +25,9 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
           << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
-    auto builder = std::make_shared<const CpuKernelBuilder>(
-        CpuKernelOptions{vectorWidth, prefetchWeights, int8Dot, int8Dot512, int8MatMul, bf16Dot});
+    auto builder = std::make_shared<const CpuKernelBuilder>(CpuKernelOptions{
+        vectorWidth, prefetchWeights, int8Dot, int8Vnni ? Int8DotForm::Vnni : Int8DotForm::Avx2,
+        int8Dot512, int8MatMul, bf16Dot});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

@@ -23,8 +23,10 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
     - with `int8-dot`, decode's products over Q8_0 and Q4_0 weights that
       take Q8_0 inputs (`q8_input`) round the input to int8 blocks once,
       then compute each 32-weight block of a row as one `vpdpbusd`
-      (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"`), its int32
-      sums scaled by the weight's and the input's block scales;
+      (`llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"`; without
+      `int8-vnni`, AVX2's `vpmaddubsw` and `vpmaddwd` with the same integer
+      sums), its int32 sums scaled by the weight's and the input's block
+      scales;
     - with `bf16-dot`, prefill's and the batch step's products over bf16
       weights that take bf16 inputs (`bf16_input`) round the token rows to
       bf16 once and run the same register tiles on 32 bf16 columns per
@@ -76,9 +78,14 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "does not run ahead across a block's strided row streams "
            "(quill-compile --no-prefetch turns it off)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
-           "The CPU has vpdpbusd (AVX-512 VNNI with VL, or AVX-VNNI): decode's "
-           "products over Q8_0 and Q4_0 weights with q8_input run as int8 dot "
-           "products; quill-compile takes it from --cpu's features">,
+           "Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with "
+           "q8_input run as int8 dot products (vpdpbusd, or AVX2's with "
+           "int8-vnni=false); quill-compile sets it for CPUs with AVX2">,
+    Option<"int8Vnni", "int8-vnni", "bool", /*default=*/"true",
+           "The int8 products take vpdpbusd (AVX-512 VNNI with VL, or "
+           "AVX-VNNI); false: AVX2's vpmaddubsw and vpmaddwd, their pairs "
+           "summed in i16 as far as they cannot overflow, Q8_0's signed "
+           "bytes through vpabsb and vpsignb (Int8DotSums.cpp)">,
     Option<"int8Dot512", "int8-dot-512", "bool", /*default=*/"false",
            "The CPU has the 512-bit vpdpbusd (AVX-512 VNNI): the int8 matmul's "
            "row groups are 16 rows (with vector-width 16), not 8">,
