@@ -5,6 +5,8 @@
 #include "runtime/support/ByteStream.h"
 
 #include <cmath>
+#include <set>
+#include <utility>
 
 namespace quill {
 
@@ -60,6 +62,9 @@ ErrorOr<std::vector<KernelCost>> decodeKernelCosts(const uint8_t *data, size_t s
   if (!r.ok() || count > kMaxKernelCosts || count > r.remaining() / 56)
     return fail("corrupt entry count");
   std::vector<KernelCost> costs(count);
+  // One entry per (step, kernel): a second would never be read (the first
+  // answers every lookup), so a section holding one is not the compiler's.
+  std::set<std::pair<uint8_t, std::string>> seen;
   for (uint32_t i = 0; i < count; ++i) {
     KernelCost &c = costs[i];
     const uint8_t step = r.get<uint8_t>(), scaling = r.get<uint8_t>(), int8 = r.get<uint8_t>();
@@ -81,6 +86,8 @@ ErrorOr<std::vector<KernelCost>> decodeKernelCosts(const uint8_t *data, size_t s
     for (double *figure : figures)
       if (!std::isfinite(*figure) || *figure < 0 || *figure > kMaxKernelCostFigure)
         return fail("'" + c.kernel + "' has a negative, non-finite or impossibly large figure");
+    if (!seen.insert({step, c.kernel}).second)
+      return fail("'" + c.kernel + "' has two entries for one step");
     c.step = static_cast<CostStep>(step);
     c.scaling = static_cast<RowScaling>(scaling);
     c.int8Products = int8 == 1;

@@ -14,6 +14,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -308,6 +311,40 @@ TEST(FamilySlidingWindow, TheBatchSchedulerFreesBlocksTheWindowLeftAndMatchesSol
         << prompt << ": " << solo << "\n"
         << batch.out;
   }
+}
+
+TEST(FamilySlidingWindow, TheProfileCountsOnlyThePositionsInTheWindow) {
+  // Decode steps from position 0 past a window of 6: step p reads
+  // min(p + 1, 6) cached positions, and attention's scores and weighted sum
+  // are 2 * heads * head_dim FLOPs each per position read, in every layer.
+  Family f = mistral();
+  TensorMap values = familyTensors(f.config, 37);
+  std::string artifact = compileArtifact(writeFamily(f, true, values),
+                                         syntheticTokenizer(f.config.vocabSize), "window-profile");
+  ASSERT_FALSE(artifact.empty());
+  const std::string dir = tempDir() + "/window-profile-report";
+  fs::remove_all(dir);
+  CommandResult r =
+      run(quote(tool("quill-run")) + " " + quote(artifact) +
+          " -n 20 --temp 0 --ignore-eos --threads 1 --profile --report " + quote(dir));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto table = nlohmann::json::parse(readFile(dir + "/kernels.json"), nullptr,
+                                     /*allow_exceptions=*/false);
+  ASSERT_TRUE(table.is_object());
+  double steps = 0, attention = 0;
+  for (const auto &row : table["kernels"]) {
+    EXPECT_EQ(row["step"], "step") << row; // No prompt: decode steps only.
+    if (row["op"] == "logits")
+      steps = row["launches"];
+    if (row["op"] == "attention" || row["op"] == "attention_partial")
+      attention += row["flops"].get<double>();
+  }
+  ASSERT_GT(steps, 6) << "the run must pass the window";
+  double positions = 0;
+  for (double p = 0; p < steps; ++p)
+    positions += std::min(p + 1, 6.0);
+  const ModelConfig &c = f.config;
+  EXPECT_DOUBLE_EQ(attention, c.nLayers * 4.0 * c.nHeads * c.headDim() * positions);
 }
 
 TEST(FamilyEncodings, QuantizedQwenGgufMatchesTheReferenceOnItsStoredValues) {

@@ -406,6 +406,17 @@ TEST(KernelCosts, RefusesEveryTruncationAndWhatNoKernelCanHave) {
   costs = sampleKernelCosts();
   costs[1].scaling = static_cast<RowScaling>(7);
   refused(costs, "unknown step, row scaling");
+  // Two entries for one kernel of one step (the same name in another step
+  // is another kernel's cost).
+  costs = sampleKernelCosts();
+  costs.push_back(costs[1]);
+  costs.back().flops = 1;
+  refused(costs, "two entries for one step");
+  costs = sampleKernelCosts();
+  costs.push_back(costs[1]);
+  costs.back().step = CostStep::Prefill;
+  std::vector<uint8_t> otherStep = encodeKernelCosts(costs);
+  EXPECT_TRUE(decodeKernelCosts(otherStep.data(), otherStep.size()).isOk());
   // A count no section of this size can hold.
   std::vector<uint8_t> huge = {0xff, 0xff, 0xff, 0x7f};
   EXPECT_FALSE(decodeKernelCosts(huge.data(), huge.size()).isOk());
