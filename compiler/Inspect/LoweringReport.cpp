@@ -36,12 +36,6 @@ std::string diffHtml(const std::string &diff) {
   return html;
 }
 
-std::string stepTitle(const std::string &step) {
-  if (step == "step")
-    return "decode";
-  return step;
-}
-
 void writeTargets(const LoweringReport &report, std::string &html) {
   html += "<h2 id=\"stages\">The pipeline's stages, per target</h2>\n<p>What <code>--emit=STAGE"
           "</code> stops at, in order; each MLIR stage's passes as <code>quill-opt "

@@ -13,11 +13,6 @@ namespace quill {
 
 namespace {
 
-/// The schedule as a user knows it: the single-sequence step decodes.
-std::string stepTitle(CostStep step) {
-  return step == CostStep::Step ? "decode" : costStepName(step);
-}
-
 std::string percent(double fraction) { return fixedText(100 * fraction, 1) + "%"; }
 
 void writeSummary(const ProfileRun &run, const std::vector<MeasuredKernel> &kernels,
@@ -55,7 +50,7 @@ void writeSummary(const ProfileRun &run, const std::vector<MeasuredKernel> &kern
   html += "<table><tr><th>step</th><th class=\"n\">kernel time ms</th><th class=\"n\">share"
           "</th><th class=\"n\">of its ceilings (time-weighted)</th></tr>\n";
   for (const auto &[step, f] : steps)
-    html += "<tr>" + htmlCell(htmlEscape(stepTitle(step))) +
+    html += "<tr>" + htmlCell(htmlEscape(stepTitle(costStepName(step)))) +
             htmlCell(fixedText(f.seconds * 1e3, 3), true) +
             htmlCell(percent(total > 0 ? f.seconds / total : 0), true) +
             htmlCell(f.countedSeconds > 0 ? percent(f.weighted / f.countedSeconds) : "not counted",
@@ -79,7 +74,8 @@ void writeTable(const std::vector<MeasuredKernel> &kernels, std::string &html) {
     const KernelProfile::Entry &e = k.entry;
     const bool counted = e.cost != nullptr;
     html +=
-        "<tr>" + htmlCell(std::to_string(i + 1), true) + htmlCell(htmlEscape(stepTitle(e.step))) +
+        "<tr>" + htmlCell(std::to_string(i + 1), true) +
+        htmlCell(htmlEscape(stepTitle(costStepName(e.step)))) +
         htmlCell("<code>" + htmlEscape(e.kernel) + "</code>") +
         htmlCell(counted ? htmlEscape(e.cost->op) : "<span class=\"muted\">not counted</span>") +
         htmlCell(counted ? htmlEscape(e.cost->weightType) : "") +
@@ -142,8 +138,9 @@ std::string profileRooflineSvg(const ProfileRun &run, const std::vector<Measured
   for (size_t i = 0; i < kernels.size(); ++i) {
     const MeasuredKernel &k = kernels[i];
     if (k.intensity > 0 && k.gflops > 0)
-      points.push_back({std::to_string(i + 1), stepTitle(k.entry.step) + " " + k.entry.kernel,
-                        k.intensity, k.gflops, stepTitle(k.entry.step) + " step"});
+      points.push_back({std::to_string(i + 1),
+                        stepTitle(costStepName(k.entry.step)) + " " + k.entry.kernel, k.intensity,
+                        k.gflops, stepTitle(costStepName(k.entry.step)) + " step"});
   }
   return rooflineSvg(points, run.ceilings,
                      "Measured roofline of " + run.model + ": each kernel at the rate it reached");

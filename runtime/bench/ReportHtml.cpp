@@ -1,6 +1,7 @@
 // HTML and SVG text for the reports: a page frame and a roofline chart.
 #include "runtime/bench/ReportHtml.h"
 
+#include "runtime/support/MarkupEscape.h"
 #include "runtime/support/Utf8.h"
 
 #include <algorithm>
@@ -10,47 +11,21 @@
 namespace quill {
 
 std::string htmlEscape(const std::string &text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    Utf8Scan scan = scanUtf8(text, i);
-    if (!scan.valid) {
-      out += kReplacementCharacter;
-      i += std::max<size_t>(scan.length, 1);
-      continue;
-    }
-    if (scan.length == 1) {
-      switch (text[i]) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += text[i];
-      }
-    } else {
-      out.append(text, i, scan.length);
-    }
-    i += scan.length;
-  }
-  return out;
+  // Ill-formed UTF-8 (a kernel or file name) becomes U+FFFD first.
+  Utf8Stream wellFormed;
+  std::string valid = wellFormed.push(text);
+  valid += wellFormed.finish();
+  return escapeMarkup(valid);
 }
 
 std::string fixedText(double value, int digits) {
   char text[48];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
   return text;
+}
+
+std::string stepTitle(const std::string &schedule) {
+  return schedule == "step" ? "decode" : schedule;
 }
 
 std::string htmlCell(const std::string &html, bool number) {
@@ -99,11 +74,7 @@ std::string rooflineLimit(const RooflineCeilings &ceilings, double intensity, bo
 
 namespace {
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  return text;
-}
+std::string number(double value) { return fixedText(value, 1); }
 
 /// "0.01", "1", "100", "10k": an axis label for a power of ten.
 std::string decade(int exponent) {

@@ -15,6 +15,10 @@ std::string htmlEscape(const std::string &text);
 /// `value` with `digits` decimals ("12.35").
 std::string fixedText(double value, int digits);
 
+/// A schedule as a user knows it: "step" (the single-sequence step) is
+/// "decode"; "prefill" and "batch" stay.
+std::string stepTitle(const std::string &schedule);
+
 /// A table cell holding `html`; numbers are right-aligned.
 std::string htmlCell(const std::string &html, bool number = false);
 

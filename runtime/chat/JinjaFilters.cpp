@@ -2,6 +2,7 @@
 #include "runtime/chat/JinjaFilterSet.h"
 #include "runtime/chat/JinjaJson.h"
 #include "runtime/chat/JinjaText.h"
+#include "runtime/support/MarkupEscape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -367,29 +368,7 @@ Value fIndent(Interpreter &interp, const Value &v, CallArgs &args) {
 }
 
 Value fEscape(Interpreter &, const Value &v, CallArgs &) {
-  std::string out;
-  for (char c : v.str()) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&#34;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return Value(std::move(out));
+  return Value(escapeMarkup(v.str(), "&#34;"));
 }
 
 Value fWordcount(Interpreter &, const Value &v, CallArgs &) {
