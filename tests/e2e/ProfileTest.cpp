@@ -106,8 +106,11 @@ TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
   const double int8 = json["int8_dot_gop_s"];
   // vpdpbusd does 4 byte products per 32-bit lane where an FMA does one
   // float product, AVX2's vpmaddubsw 2 per 16-bit lane: at equal
-  // instruction rates, 4x the ops.
-  EXPECT_GT(int8, 1.5 * fma) << r.out;
+  // instruction rates, 4x the ops. Zen 3 issues vpmaddubsw on half as many
+  // pipes as its FMAs (its probe reads 1.4-1.85x the FMA peak), so without
+  // VNNI the test asks only that the int8 peak pass the FMA one.
+  const bool vnni = cpuHasFlag("avx512_vnni") || cpuHasFlag("avx_vnni");
+  EXPECT_GT(int8, (vnni ? 1.5 : 1.1) * fma) << r.out;
   EXPECT_NEAR(json["prefill_fraction_of_int8_dot_peak"].get<double>(),
               prefill * flops / (int8 * 1e9), 1e-3 * prefill * flops / (int8 * 1e9));
   // The text report names it too.
