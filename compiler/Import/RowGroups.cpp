@@ -54,9 +54,13 @@ Status groupWeightRows(std::vector<uint8_t> &bytes, SourceDType encoding, uint64
         const uint8_t *from = in + r * rowBytes + b * block;
         if (halfBytes)
           std::memcpy(to + 2 * r, from + halfAt, 2);
-        for (uint64_t j = 0; j < words; ++j)
+        for (uint64_t j = 0; j < words; ++j) {
+          const uint64_t fileWord =
+              encoding == SourceDType::Q6_K ? uint64_t(q6kFileWord(int64_t(j))) : j;
           for (uint64_t k = 0; k < 4; ++k)
-            to[halfBytes * group + (j * group + r) * 4 + k] = from[wordsFrom + 4 * j + k] ^ flip;
+            to[halfBytes * group + (j * group + r) * 4 + k] =
+                from[wordsFrom + 4 * fileWord + k] ^ flip;
+        }
       }
     }
     std::memcpy(bytes.data() + first * rowBytes, out.data(), out.size());

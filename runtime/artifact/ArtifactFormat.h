@@ -30,7 +30,8 @@ constexpr char kArtifactMagic[8] = {'Q', 'U', 'I', 'L', 'L', 'A', 'R', 'T'};
 /// 9: the config holds the KV cache's element type.
 /// 10: WeightTable entries say their row groups (bits 8-15 of the encoding).
 /// 11: the optional KernelCosts section.
-constexpr uint32_t kArtifactVersion = 11;
+/// 12: Q6_K row groups keep their words in the order decode reads them.
+constexpr uint32_t kArtifactVersion = 12;
 constexpr uint64_t kWeightsAlignment = 4096; ///< A page: mmap-able in place.
 
 enum class SectionKind : uint32_t {

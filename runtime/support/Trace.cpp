@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace quill::trace {
@@ -40,6 +42,10 @@ struct Event {
   Args args;
 };
 
+/// Events lost because memory ran out: recording happens in destructors,
+/// which must not throw.
+std::atomic<size_t> droppedEvents{0};
+
 /// One thread's events; tid is its place in the registry, from 1. They go
 /// into chunks of kChunkEvents allocated and touched at once (not a
 /// deque's small blocks, a malloc and page faults every few events, which
@@ -49,17 +55,30 @@ struct ThreadBuffer {
   int tid = 0;
   std::vector<std::unique_ptr<Event[]>> chunks;
   size_t used = kChunkEvents; ///< In the last chunk.
+  /// Set while the owning thread appends: stopAndWrite waits for it to
+  /// clear before it reads the events (see record()).
+  std::atomic<bool> appending{false};
 
   void add(const Event &event) {
-    if (used == kChunkEvents)
-      grow();
+    if (used == kChunkEvents && !grow()) {
+      droppedEvents.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     chunks.back()[used++] = event;
   }
-  void grow() {
+  bool grow() {
     // Constructing the events (their args zeroed) touches every page now,
     // rather than one fault at a time as events come.
-    chunks.emplace_back(new Event[kChunkEvents]);
+    std::unique_ptr<Event[]> chunk(new (std::nothrow) Event[kChunkEvents]);
+    if (!chunk)
+      return false;
+    try {
+      chunks.push_back(std::move(chunk));
+    } catch (const std::bad_alloc &) {
+      return false;
+    }
     used = 0;
+    return true;
   }
   template <typename Visit> void forEach(Visit visit) const {
     for (size_t c = 0; c < chunks.size(); ++c)
@@ -72,7 +91,11 @@ std::atomic<bool> recording{false};
 std::chrono::steady_clock::time_point origin;
 uint64_t originTicks = 0;
 std::mutex registryMutex;
-std::vector<std::unique_ptr<ThreadBuffer>> registry; // Every thread that recorded.
+std::vector<ThreadBuffer *> registry; // Every thread that recorded in this trace.
+/// Every buffer ever made. A thread may still hold one from an earlier
+/// trace, so a buffer's memory (a few words once its chunks are freed)
+/// lives as long as the process.
+std::vector<std::unique_ptr<ThreadBuffer>> allBuffers;
 /// Bumped by each start(): a thread's buffer from an earlier trace is not reused.
 std::atomic<uint64_t> generation{0};
 
@@ -82,13 +105,53 @@ ThreadBuffer &threadBuffer() {
   const uint64_t now = generation.load(std::memory_order_acquire);
   if (!buffer || bufferGeneration != now) {
     std::lock_guard<std::mutex> lock(registryMutex);
-    registry.push_back(std::make_unique<ThreadBuffer>());
-    buffer = registry.back().get();
+    allBuffers.push_back(std::make_unique<ThreadBuffer>());
+    buffer = allBuffers.back().get();
+    registry.push_back(buffer);
     buffer->tid = int(registry.size());
     buffer->grow();
     bufferGeneration = now;
   }
   return *buffer;
+}
+
+/// Appends `event` to this thread's buffer unless recording has stopped.
+/// The flag and the recording state form a Dekker pair (both sequentially
+/// consistent): either this thread sees the stop and appends nothing, or
+/// stopAndWrite sees the flag and waits for the append to finish.
+void record(const Event &event) {
+  ThreadBuffer *found = nullptr;
+  try {
+    found = &threadBuffer();
+  } catch (const std::bad_alloc &) {
+    droppedEvents.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ThreadBuffer &buffer = *found;
+  buffer.appending.store(true, std::memory_order_seq_cst);
+  if (recording.load(std::memory_order_seq_cst))
+    buffer.add(event);
+  buffer.appending.store(false, std::memory_order_release);
+}
+
+/// Waits until no thread appends to a buffer of the registry. Recording
+/// must be off: a thread that saw it on may still be appending, one that
+/// starts now sees it off (and one registering waits for registryMutex,
+/// which the caller holds).
+void waitForAppends() {
+  for (ThreadBuffer *buffer : registry)
+    while (buffer->appending.load(std::memory_order_seq_cst))
+      std::this_thread::yield();
+}
+
+/// Frees the events of every buffer in the registry and empties it.
+void clearRegistry() {
+  waitForAppends();
+  for (ThreadBuffer *buffer : registry) {
+    buffer->chunks.clear();
+    buffer->used = ThreadBuffer::kChunkEvents;
+  }
+  registry.clear();
 }
 
 } // namespace
@@ -98,8 +161,9 @@ bool enabled() { return recording.load(std::memory_order_acquire); }
 void start() {
   {
     std::lock_guard<std::mutex> lock(registryMutex);
-    registry.clear();
+    clearRegistry();
   }
+  droppedEvents.store(0, std::memory_order_relaxed);
   generation.fetch_add(1, std::memory_order_acq_rel);
   origin = std::chrono::steady_clock::now();
   originTicks = ticks();
@@ -133,7 +197,7 @@ const std::string *intern(const std::string &name) {
 void instant(const char *category, const char *name, const Args &args) {
   if (!enabled())
     return;
-  threadBuffer().add({'i', category, name, nullptr, ticks(), 0, args});
+  record({'i', category, name, nullptr, ticks(), 0, args});
 }
 
 void Scope::begin(const char *category, const char *name, const std::string *nameString,
@@ -160,11 +224,11 @@ Scope::~Scope() {
   if (!on_ || !enabled())
     return;
   const uint64_t end = ticks();
-  threadBuffer().add({'X', category_, name_, nameString_, begin_, end - begin_, args_});
+  record({'X', category_, name_, nameString_, begin_, end - begin_, args_});
 }
 
 Status stopAndWrite(const std::string &path) {
-  recording.store(false, std::memory_order_release);
+  recording.store(false, std::memory_order_seq_cst);
   // Ticks per microsecond over the whole trace.
   const uint64_t endTicks = ticks();
   const double elapsed =
@@ -173,6 +237,7 @@ Status stopAndWrite(const std::string &path) {
       elapsed > 0 && endTicks > originTicks ? double(endTicks - originTicks) / elapsed : 1.0;
   auto since = [&](uint64_t t) { return double(int64_t(t - originTicks)) / perMicrosecond; };
   std::lock_guard<std::mutex> lock(registryMutex);
+  waitForAppends();
   std::FILE *file = std::fopen(path.c_str(), "w");
   if (!file)
     return Status::error(path + ": cannot write the trace");
@@ -221,7 +286,9 @@ Status stopAndWrite(const std::string &path) {
   const bool failed = std::ferror(file) != 0;
   if (std::fclose(file) != 0 || failed)
     return Status::error(path + ": cannot write the trace");
-  registry.clear();
+  if (const size_t dropped = droppedEvents.load(std::memory_order_relaxed))
+    std::fprintf(stderr, "quill: the trace lacks %zu events: out of memory\n", dropped);
+  clearRegistry();
   return Status::ok();
 }
 

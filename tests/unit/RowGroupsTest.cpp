@@ -85,13 +85,26 @@ float groupedElement(const std::vector<uint8_t> &grouped, SourceDType type, int6
     const int nibble = s % 2 ? packed >> 4 : packed & 0x0F;
     return d * float(sc) * float(nibble) - dmin * float(m);
   }
-  // Q6_K: ql[128], qh[64], 16 int8 scales, then d (stored first here).
+  // Q6_K: ql[128], qh[64], 16 int8 scales, then d (stored first here);
+  // the words in the attribute's order: the 4 scale words, then per half
+  // h and j < 8 ql word 16h + j, ql word 16h + 8 + j, qh word 32 + 8h + j.
+  auto fileByte = [&](int64_t m) {
+    const int64_t word = m / 4;
+    int64_t stored;
+    if (word >= 48)
+      stored = word - 48;
+    else if (word >= 32)
+      stored = 4 + 24 * ((word - 32) / 8) + 3 * ((word - 32) % 8) + 2;
+    else
+      stored = 4 + 24 * (word / 16) + 3 * (word % 8) + (word % 16) / 8;
+    return byte(4 * stored + m % 4);
+  };
   const float d = half(base[2 * lane], base[2 * lane + 1]);
   const int64_t h = i / 128, quarter = (i % 128) / 32, l = i % 32;
-  const uint8_t low = byte(64 * h + 32 * (quarter % 2) + l);
+  const uint8_t low = fileByte(64 * h + 32 * (quarter % 2) + l);
   const int nibble = quarter / 2 ? low >> 4 : low & 0x0F;
-  const int top = (byte(128 + 32 * h + l) >> (2 * quarter)) & 3;
-  const int scale = int(int8_t(byte(192 + 8 * h + l / 16 + 2 * quarter)));
+  const int top = (fileByte(128 + 32 * h + l) >> (2 * quarter)) & 3;
+  const int scale = int(int8_t(fileByte(192 + 8 * h + l / 16 + 2 * quarter)));
   return d * float(scale) * float((nibble | (top << 4)) - 32);
 }
 
@@ -142,6 +155,19 @@ TEST(RowGroups, ScalesOfAGroupComeFirstInEachBlock) {
   EXPECT_EQ(bytes[7], 0x83);
   EXPECT_EQ(bytes[8], uint8_t(32 ^ 0x80));
   EXPECT_EQ(bytes[12], uint8_t(4 ^ 0x80));
+}
+
+TEST(RowGroups, Q6KWordOrderIsAPermutationAndItsInverse) {
+  std::vector<int> seen(52, 0);
+  for (int64_t stored = 0; stored < 52; ++stored) {
+    const int64_t file = q6kFileWord(stored);
+    ASSERT_GE(file, 0);
+    ASSERT_LT(file, 52);
+    ++seen[size_t(file)];
+    EXPECT_EQ(q6kStoredWord(file), stored);
+  }
+  for (int n : seen)
+    EXPECT_EQ(n, 1);
 }
 
 TEST(RowGroups, RefusesWhatItCannotGroup) {

@@ -12,6 +12,7 @@
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 #include "dialects/Quill/IR/QuillDialect.h"
+#include "dialects/Quill/IR/RowGroupLayout.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -146,11 +147,13 @@ Value RowGroupChunk::word(int64_t s, int64_t j) {
     Value packed = raw(4 + 8 * (s / 2) + j);
     return w.mask(w.shr(packed, s % 2 ? 4 : 0), nibbles);
   }
-  // Q6_K: words 0-31 ql, 32-47 qh. Each half of 128 weights has 16 words
-  // of ql (quarters 0 and 2 the low and high nibbles of its first 8, 1 and
-  // 3 of the next 8) and 8 of qh (two bits per quarter).
+  // Q6_K: file words 0-31 ql, 32-47 qh (stored as q6kFileWord orders
+  // them). Each half of 128 weights has 16 words of ql (quarters 0 and 2
+  // the low and high nibbles of its first 8, 1 and 3 of the next 8) and 8
+  // of qh (two bits per quarter).
   const int64_t half = s / 4, quarter = s % 4;
-  Value ql = raw(16 * half + 8 * (quarter % 2) + j), qh = raw(32 + 8 * half + j);
+  Value ql = raw(::quill::q6kStoredWord(16 * half + 8 * (quarter % 2) + j)),
+        qh = raw(::quill::q6kStoredWord(32 + 8 * half + j));
   Value low = w.mask(w.shr(ql, int32_t(4 * (quarter / 2))), nibbles);
   Value top = w.shl(w.mask(w.shr(qh, int32_t(2 * quarter)), 0x03030303), 4);
   return w.orW(low, top);
@@ -193,11 +196,13 @@ void RowGroupChunk::readScales(int64_t s) {
     secondVectors[s] = w.times(dmin, min);
     return;
   }
-  // Q6_K: words 48-51 are the 16 int8 scales of 16 weights each (times
-  // d); step s's halves have scales 8 (s / 4) + 2 (s % 4) and the next.
+  // Q6_K: file words 48-51 are the 16 int8 scales of 16 weights each
+  // (times d); step s's halves have scales 8 (s / 4) + 2 (s % 4) and the
+  // next.
   auto scaleOf = [&](int64_t k) {
     Value signedByte = arith::ShRSIOp::create(
-        b, loc, w.shl(raw(48 + k / 4), int32_t(24 - 8 * (k % 4))), w.splat(24));
+        b, loc, w.shl(raw(::quill::q6kStoredWord(48 + k / 4)), int32_t(24 - 8 * (k % 4))),
+        w.splat(24));
     return w.times(halfScales(), signedByte);
   };
   const int64_t k = 8 * (s / 4) + 2 * (s % 4);

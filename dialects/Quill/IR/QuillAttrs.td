@@ -57,8 +57,11 @@ def Quill_RowGroupsAttr : Quill_Attr<"RowGroups", "row_groups"> {
       (the block's first two bytes) and Q6_K's d (its last two); Q4_K has
       none here (its d and dmin are its word 0);
     - then, for each 4-byte word j of the rest of the block (8 for Q8_0, 4
-      for Q4_0, 36 for Q4_K, 52 for Q6_K, in the file's byte order), that
-      word of each row, row 0 first: lane r of vector j.
+      for Q4_0, 36 for Q4_K, 52 for Q6_K), that word of each row, row 0
+      first: lane r of vector j. The words are in the file's order, except
+      Q6_K's, which lie in the order decode reads them (RowGroupLayout.h):
+      its 4 words of scales, then for each half h (0, 1) and j < 8 the
+      file's ql word 16h + j, ql word 16h + 8 + j and qh word 32 + 8h + j.
     Q8_0's quants are stored with their sign bits flipped (q + 128, the
     unsigned bytes `vpdpbusd` multiplies); the other types' bytes are as in
     the file. Lossless; the artifact's writer rearranges the bytes, the CPU
