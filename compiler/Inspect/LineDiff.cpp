@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 namespace quill {
 
@@ -73,6 +74,77 @@ bool isNameCharacter(char c) {
          c == '-';
 }
 
+/// The %value, ^block and #alias names of `line`, in order.
+std::vector<llvm::StringRef> namesIn(llvm::StringRef line) {
+  std::vector<llvm::StringRef> names;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '%' && line[i] != '^' && line[i] != '#')
+      continue;
+    size_t end = i + 1;
+    while (end < line.size() && isNameCharacter(line[end]))
+      ++end;
+    names.push_back(line.slice(i, end));
+    i = end - 1;
+  }
+  return names;
+}
+
+bool opensFunction(llvm::StringRef line) {
+  return line.contains("func.func ") || line.contains("llvm.func ") || line.contains("gpu.func ");
+}
+
+/// A one-to-one renaming of names between the two texts.
+struct Renaming {
+  std::map<llvm::StringRef, llvm::StringRef> forward, backward;
+
+  bool fits(llvm::StringRef from, llvm::StringRef to) const {
+    auto f = forward.find(from);
+    auto b = backward.find(to);
+    return (f == forward.end() || f->second == to) && (b == backward.end() || b->second == from);
+  }
+  void add(llvm::StringRef from, llvm::StringRef to) {
+    forward.emplace(from, to);
+    backward.emplace(to, from);
+  }
+};
+
+/// Turns each kept pair of `script` (lines equal as keys) whose names would
+/// break a one-to-one renaming between the texts into a removed and an
+/// added line: an operand swap (`subf %1, %2` against `subf %2, %1`) is a
+/// change even though its key is the same. Values and blocks are renamed
+/// per function, aliases across the module.
+std::string splitInconsistentRenames(const std::string &script,
+                                     const std::vector<llvm::StringRef> &a,
+                                     const std::vector<llvm::StringRef> &b) {
+  std::string out;
+  out.reserve(script.size());
+  Renaming values, aliases;
+  size_t ai = 0, bi = 0;
+  for (char kind : script) {
+    if ((kind != '+' && opensFunction(a[ai])) || (kind != '-' && opensFunction(b[bi])))
+      values = Renaming();
+    if (kind != ' ') {
+      out += kind;
+      ai += kind == '-';
+      bi += kind == '+';
+      continue;
+    }
+    const std::vector<llvm::StringRef> from = namesIn(a[ai]), to = namesIn(b[bi]);
+    bool consistent = from.size() == to.size();
+    for (size_t i = 0; consistent && i < from.size(); ++i)
+      consistent = (from[i][0] == '#' ? aliases : values).fits(from[i], to[i]);
+    if (consistent) {
+      for (size_t i = 0; i < from.size(); ++i)
+        (from[i][0] == '#' ? aliases : values).add(from[i], to[i]);
+      out += ' ';
+    } else {
+      out += "-+";
+    }
+    ++ai, ++bi;
+  }
+  return out;
+}
+
 } // namespace
 
 std::string withoutNameNumbers(llvm::StringRef line) {
@@ -119,6 +191,8 @@ std::vector<DiffHunk> lineDiff(llvm::StringRef before, llvm::StringRef after, in
   if (minimal)
     *minimal = !rewritten;
   std::string script = std::string(head, ' ') + middle + std::string(tail, ' ');
+  if (match == LineMatch::IgnoringNames)
+    script = splitInconsistentRenames(script, lineA, lineB);
 
   // Hunks: changes with `context` kept lines each side, merged when close.
   std::vector<DiffHunk> hunks;

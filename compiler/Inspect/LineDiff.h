@@ -27,7 +27,10 @@ enum class LineMatch {
   Exact,
   /// As IR: equal but for the numbers in SSA value names, block labels and
   /// attribute aliases (%12, %cst_3, ^bb2, #map4), which a pass that
-  /// inserts one op shifts for the rest of the function.
+  /// inserts one op shifts for the rest of the function, as long as the
+  /// kept lines rename one to one (values and blocks per function,
+  /// aliases across the module): a line that breaks that, such as an
+  /// operand swap, is removed and added.
   IgnoringNames,
 };
 

@@ -105,13 +105,17 @@ TEST(Report, PassTableIsEveryDumpedPassWithItsDiff) {
     std::string pipeline = pass["pipeline"];
     EXPECT_EQ(letters(pipeline).rfind(name, 0), 0u)
         << "pass " << i << ": " << pipeline << " dumped as " << name;
-    // A shortest edit script matches diff's; a rewrite (past 1000 edits)
-    // gives its changed middle whole, so it is at least as long.
+    // A shortest edit script matches diff's, but for the kept lines whose
+    // names do not rename one to one (operand swaps), which the report
+    // counts as one removed and one added line each; a rewrite (past 1000
+    // edits) gives its changed middle whole, so it is at least as long.
     auto [removed, added] = diffCounts(dumps[i], dumps[i + 1]);
     if (pass["minimal"].get<bool>()) {
       ++minimal;
-      EXPECT_EQ(pass["removed"].get<size_t>(), removed) << pipeline;
-      EXPECT_EQ(pass["added"].get<size_t>(), added) << pipeline;
+      EXPECT_GE(pass["removed"].get<size_t>(), removed) << pipeline;
+      EXPECT_GE(pass["added"].get<size_t>(), added) << pipeline;
+      EXPECT_EQ(pass["removed"].get<size_t>() - removed, pass["added"].get<size_t>() - added)
+          << pipeline;
     } else {
       EXPECT_GT(removed + added, 1000u) << pipeline;
       EXPECT_GE(pass["removed"].get<size_t>(), removed) << pipeline;
