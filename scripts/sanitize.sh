@@ -82,7 +82,10 @@ if [ "${1:-tsan}" = tsan ]; then
   cmake --build build-tsan -j "$jobs"
   export LD_LIBRARY_PATH="$tbb_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # Debian's uninstrumented libtbb would make every task look like a race.
-  if ! ldd build-tsan/bin/quill-unit-tests | grep -qF "$tbb_lib/libtbb.so.12"; then
+  # ldd's output whole first: grep -q leaving early would kill it with
+  # SIGPIPE, which pipefail reports as a failure.
+  deps=$(ldd build-tsan/bin/quill-unit-tests)
+  if ! grep -qF "$tbb_lib/libtbb.so.12" <<<"$deps"; then
     echo "sanitize: the TSan tests would not load the instrumented oneTBB in $tbb_lib" >&2
     exit 1
   fi

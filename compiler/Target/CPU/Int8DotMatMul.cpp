@@ -304,8 +304,12 @@ SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location lo
           b, loc, t.x.words,
           ValueRange{token, arith::AddIOp::create(b, loc, firstWord, t.index(b, loc, j))}));
     x.scale = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
-    // Several tokens' products interleave: one run of vpdpbusd each.
-    next.push_back(accumulateGroupStep(b, loc, t.form, t.element, group, x, lanes, /*runs=*/1));
+    // Several tokens' products interleave: one run of vpdpbusd each. A
+    // lone token (one sequence in the batch step, a tile's leftover) takes
+    // two, as decode does, so that it does not wait on their latency; the
+    // integer sums, and so the results, are the same.
+    const int64_t runs = tokens.size() == 1 ? 2 : 1;
+    next.push_back(accumulateGroupStep(b, loc, t.form, t.element, group, x, lanes, runs));
   }
   return next;
 }
