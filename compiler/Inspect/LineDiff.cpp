@@ -89,58 +89,115 @@ std::vector<llvm::StringRef> namesIn(llvm::StringRef line) {
   return names;
 }
 
-bool opensFunction(llvm::StringRef line) {
-  return line.contains("func.func ") || line.contains("llvm.func ") || line.contains("gpu.func ");
+/// `{` minus `}` on `line`, outside string literals: how many regions
+/// (or attribute dictionaries, balanced on one line) it opens.
+int netBraces(llvm::StringRef line) {
+  int net = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else {
+      net += (c == '{') - (c == '}');
+    }
+  }
+  return net;
 }
 
-/// A one-to-one renaming of names between the two texts.
-struct Renaming {
-  std::map<llvm::StringRef, llvm::StringRef> forward, backward;
+/// A one-to-one renaming of names between the two texts, scoped: MLIR
+/// numbers each region's values from its parent's count, so sibling
+/// regions reuse names, and a name renamed in one region says nothing of
+/// the next. Each pair is kept with the region depth it belongs to and
+/// dropped when that region closes.
+class Renaming {
+public:
+  /// Adds `from` -> `to` at `depth`, unless it breaks the one-to-one
+  /// mapping so far.
+  bool add(llvm::StringRef from, llvm::StringRef to, int depth) {
+    auto f = forward_.find(from);
+    auto b = backward_.find(to);
+    if ((f != forward_.end() && f->second != to) || (b != backward_.end() && b->second != from))
+      return false;
+    if (f == forward_.end()) {
+      forward_.emplace(from, to);
+      backward_.emplace(to, from);
+      added_.push_back({from, to, depth});
+    }
+    return true;
+  }
+  size_t mark() const { return added_.size(); }
+  /// Drops the pairs added since `mark`.
+  void rollBack(size_t mark) {
+    while (added_.size() > mark)
+      drop();
+  }
+  /// Drops the pairs of regions deeper than `depth` (pairs lie in the
+  /// order of their depths: a deeper region's are dropped as it closes).
+  void leave(int depth) {
+    while (!added_.empty() && added_.back().depth > depth)
+      drop();
+  }
 
-  bool fits(llvm::StringRef from, llvm::StringRef to) const {
-    auto f = forward.find(from);
-    auto b = backward.find(to);
-    return (f == forward.end() || f->second == to) && (b == backward.end() || b->second == from);
+private:
+  struct Pair {
+    llvm::StringRef from, to;
+    int depth;
+  };
+  void drop() {
+    forward_.erase(added_.back().from);
+    backward_.erase(added_.back().to);
+    added_.pop_back();
   }
-  void add(llvm::StringRef from, llvm::StringRef to) {
-    forward.emplace(from, to);
-    backward.emplace(to, from);
-  }
+  std::map<llvm::StringRef, llvm::StringRef> forward_, backward_;
+  std::vector<Pair> added_;
 };
 
 /// Turns each kept pair of `script` (lines equal as keys) whose names would
 /// break a one-to-one renaming between the texts into a removed and an
 /// added line: an operand swap (`subf %1, %2` against `subf %2, %1`) is a
 /// change even though its key is the same. Values and blocks are renamed
-/// per function, aliases across the module.
+/// per region (by `before`'s braces), aliases across the module.
 std::string splitInconsistentRenames(const std::string &script,
                                      const std::vector<llvm::StringRef> &a,
                                      const std::vector<llvm::StringRef> &b) {
   std::string out;
   out.reserve(script.size());
   Renaming values, aliases;
+  int depth = 0; // Of `before`, before the line.
   size_t ai = 0, bi = 0;
   for (char kind : script) {
-    if ((kind != '+' && opensFunction(a[ai])) || (kind != '-' && opensFunction(b[bi])))
-      values = Renaming();
-    if (kind != ' ') {
+    if (kind == '+') {
       out += kind;
-      ai += kind == '-';
-      bi += kind == '+';
+      ++bi;
       continue;
     }
-    const std::vector<llvm::StringRef> from = namesIn(a[ai]), to = namesIn(b[bi]);
-    bool consistent = from.size() == to.size();
-    for (size_t i = 0; consistent && i < from.size(); ++i)
-      consistent = (from[i][0] == '#' ? aliases : values).fits(from[i], to[i]);
-    if (consistent) {
-      for (size_t i = 0; i < from.size(); ++i)
-        (from[i][0] == '#' ? aliases : values).add(from[i], to[i]);
-      out += ' ';
+    const int net = netBraces(a[ai]);
+    if (kind == ' ') {
+      // A line that opens a region names its arguments (and results) there.
+      const int at = depth + std::max(net, 0);
+      const std::vector<llvm::StringRef> from = namesIn(a[ai]), to = namesIn(b[bi]);
+      const size_t valuesMark = values.mark(), aliasesMark = aliases.mark();
+      bool consistent = from.size() == to.size();
+      for (size_t i = 0; consistent && i < from.size(); ++i)
+        consistent = (from[i][0] == '#' ? aliases : values).add(from[i], to[i], at);
+      if (!consistent) {
+        values.rollBack(valuesMark);
+        aliases.rollBack(aliasesMark);
+      }
+      out += consistent ? " " : "-+";
+      ++bi;
     } else {
-      out += "-+";
+      out += kind;
     }
-    ++ai, ++bi;
+    ++ai;
+    depth = std::max(0, depth + net);
+    values.leave(depth);
   }
   return out;
 }

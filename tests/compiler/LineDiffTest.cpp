@@ -79,6 +79,61 @@ func.func @g(%arg0: f32) -> f32 {
   EXPECT_EQ(ignoringNames(before, after), std::make_pair(size_t(0), size_t(1)));
 }
 
+TEST(LineDiff, SiblingRegionsNumberTheirValuesFromTheSameCount) {
+  // MLIR numbers each region from its parent's count, so both loop
+  // bodies hold a %2; an op inserted in the first renumbers only its own.
+  const char *before = R"(func.func @f(%arg0: index) {
+  %0 = arith.constant 0 : index
+  %1 = arith.constant 1 : index
+  scf.for %arg1 = %0 to %arg0 step %1 {
+    %2 = arith.addi %arg1, %arg1 : index
+    %3 = arith.muli %2, %2 : index
+  }
+  scf.for %arg1 = %0 to %arg0 step %1 {
+    %2 = arith.subi %arg1, %1 : index
+    %3 = arith.muli %2, %arg1 : index
+  }
+  return
+}
+)";
+  const char *after = R"(func.func @f(%arg0: index) {
+  %0 = arith.constant 0 : index
+  %1 = arith.constant 1 : index
+  scf.for %arg1 = %0 to %arg0 step %1 {
+    %2 = arith.constant 7 : index
+    %3 = arith.addi %arg1, %arg1 : index
+    %4 = arith.muli %3, %3 : index
+  }
+  scf.for %arg1 = %0 to %arg0 step %1 {
+    %2 = arith.subi %arg1, %1 : index
+    %3 = arith.muli %2, %arg1 : index
+  }
+  return
+}
+)";
+  EXPECT_EQ(ignoringNames(before, after), std::make_pair(size_t(0), size_t(1)));
+}
+
+TEST(LineDiff, ALineCannotRenameOneNameTwoWays) {
+  // %4 and %5 come from changed lines, so nothing maps them yet: the kept
+  // line itself must not map %4 to both %4 and %5.
+  const char *before = R"(func.func @f(%arg0: f32) -> f32 {
+  %4 = arith.addf %arg0, %arg0 : f32
+  %5 = arith.mulf %arg0, %arg0 : f32
+  %6 = arith.subf %4, %4 : f32
+  return %6 : f32
+}
+)";
+  const char *after = R"(func.func @f(%arg0: f32) -> f32 {
+  %4 = arith.divf %arg0, %arg0 : f32
+  %5 = arith.maximumf %arg0, %arg0 : f32
+  %6 = arith.subf %4, %5 : f32
+  return %6 : f32
+}
+)";
+  EXPECT_EQ(ignoringNames(before, after), std::make_pair(size_t(3), size_t(3)));
+}
+
 TEST(LineDiff, AliasesRenameAcrossTheModule) {
   const char *before = "#map = affine_map<(d0) -> (d0)>\n"
                        "#map1 = affine_map<(d0) -> (0)>\n"

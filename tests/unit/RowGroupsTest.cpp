@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -88,15 +89,13 @@ float groupedElement(const std::vector<uint8_t> &grouped, SourceDType type, int6
   // Q6_K: ql[128], qh[64], 16 int8 scales, then d (stored first here);
   // the words in the attribute's order: the 4 scale words, then per half
   // h and j < 8 ql word 16h + j, ql word 16h + 8 + j, qh word 32 + 8h + j.
+  std::vector<int64_t> storedOrder = {48, 49, 50, 51}; // File words, as stored.
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t j = 0; j < 8; ++j)
+      storedOrder.insert(storedOrder.end(), {16 * h + j, 16 * h + 8 + j, 32 + 8 * h + j});
   auto fileByte = [&](int64_t m) {
-    const int64_t word = m / 4;
-    int64_t stored;
-    if (word >= 48)
-      stored = word - 48;
-    else if (word >= 32)
-      stored = 4 + 24 * ((word - 32) / 8) + 3 * ((word - 32) % 8) + 2;
-    else
-      stored = 4 + 24 * (word / 16) + 3 * (word % 8) + (word % 16) / 8;
+    const int64_t stored =
+        std::find(storedOrder.begin(), storedOrder.end(), m / 4) - storedOrder.begin();
     return byte(4 * stored + m % 4);
   };
   const float d = half(base[2 * lane], base[2 * lane + 1]);

@@ -51,20 +51,23 @@ TEST(Trace, StoppingWhileThreadsRecordWritesWholeEvents) {
     while (spans.load() < 30000)
       std::this_thread::yield();
     const std::string path = tracePath("threads");
-    ASSERT_TRUE(trace::stopAndWrite(path).ok());
+    const bool wrote = trace::stopAndWrite(path).isOk();
     const int atStop = spans.load();
     running = false;
     for (std::thread &thread : threads)
       thread.join();
+    ASSERT_TRUE(wrote);
     const nlohmann::json trace = readTrace(path);
     const int written = countSpans(trace, "work");
     // Of the first 30000 spans, each thread may have had one still open
     // at the stop; none begun after it was read can have ended before it.
     EXPECT_GE(written, 30000 - 3) << "round " << round;
     EXPECT_LE(written, atStop) << "round " << round;
-    for (const auto &event : trace.at("traceEvents"))
-      if (event.at("ph") == "X")
+    for (const auto &event : trace.at("traceEvents")) {
+      if (event.at("ph") == "X") {
         EXPECT_GE(event.at("dur").get<double>(), 0.0);
+      }
+    }
   }
 }
 
@@ -74,7 +77,7 @@ TEST(Trace, EachTraceHoldsOnlyItsOwnEvents) {
     trace::Scope span("test", "first");
   }
   const std::string first = tracePath("first");
-  ASSERT_TRUE(trace::stopAndWrite(first).ok());
+  ASSERT_TRUE(trace::stopAndWrite(first).isOk());
   {
     trace::Scope span("test", "between");
   } // Not recording: dropped.
@@ -83,7 +86,7 @@ TEST(Trace, EachTraceHoldsOnlyItsOwnEvents) {
   worker.join();
   trace::instant("test", "mark");
   const std::string second = tracePath("second");
-  ASSERT_TRUE(trace::stopAndWrite(second).ok());
+  ASSERT_TRUE(trace::stopAndWrite(second).isOk());
 
   const nlohmann::json one = readTrace(first), two = readTrace(second);
   EXPECT_EQ(countSpans(one, "first"), 1);
