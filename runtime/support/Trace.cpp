@@ -53,6 +53,7 @@ std::atomic<size_t> droppedEvents{0};
 struct ThreadBuffer {
   static constexpr size_t kChunkEvents = 8192;
   int tid = 0;
+  uint64_t generation = 0; ///< The trace it was made for (see start()).
   std::vector<std::unique_ptr<Event[]>> chunks;
   size_t used = kChunkEvents; ///< In the last chunk.
   /// Set while the owning thread appends: stopAndWrite waits for it to
@@ -109,6 +110,7 @@ ThreadBuffer &threadBuffer() {
     buffer = allBuffers.back().get();
     registry.push_back(buffer);
     buffer->tid = int(registry.size());
+    buffer->generation = now;
     buffer->grow();
     bufferGeneration = now;
   }
@@ -129,7 +131,11 @@ void record(const Event &event) {
   }
   ThreadBuffer &buffer = *found;
   buffer.appending.store(true, std::memory_order_seq_cst);
-  if (recording.load(std::memory_order_seq_cst))
+  // A buffer of an earlier trace (this thread took it before a start()
+  // that then turned recording on again) is in no registry: appending to
+  // it would lose the event and leak its chunk.
+  if (recording.load(std::memory_order_seq_cst) &&
+      buffer.generation == generation.load(std::memory_order_seq_cst))
     buffer.add(event);
   buffer.appending.store(false, std::memory_order_release);
 }
@@ -159,6 +165,9 @@ void clearRegistry() {
 bool enabled() { return recording.load(std::memory_order_acquire); }
 
 void start() {
+  // A start while recording drops the events so far: recording off first,
+  // so that clearRegistry's wait sees every append in flight.
+  recording.store(false, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     clearRegistry();

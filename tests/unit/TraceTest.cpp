@@ -100,5 +100,19 @@ TEST(Trace, EachTraceHoldsOnlyItsOwnEvents) {
   EXPECT_EQ(marks, 1);
 }
 
+TEST(Trace, StartingAgainWhileRecordingBeginsAFreshTrace) {
+  trace::start();
+  std::thread early([] { trace::Scope span("test", "early"); });
+  early.join();
+  trace::start(); // Without a stop: the events so far are dropped.
+  std::thread late([] { trace::Scope span("test", "late"); });
+  late.join();
+  const std::string path = tracePath("restart");
+  ASSERT_TRUE(trace::stopAndWrite(path).isOk());
+  const nlohmann::json trace = readTrace(path);
+  EXPECT_EQ(countSpans(trace, "early"), 0);
+  EXPECT_EQ(countSpans(trace, "late"), 1);
+}
+
 } // namespace
 } // namespace quill
