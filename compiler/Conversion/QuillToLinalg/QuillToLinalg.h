@@ -21,10 +21,11 @@ void populateLowerNormPatterns(RewritePatternSet &patterns,
                                std::shared_ptr<const KernelBuilder> builder);
 /// quill.add, quill.swiglu, quill.rope.
 void populateLowerElementwisePatterns(RewritePatternSet &patterns);
-/// quill.rope alone; with `vectorTable`, a batch step's table of cos and
-/// sin is built row by row in vectors (the CPU target's form: every row the
-/// same code, whatever the live row count).
-void populateLowerRoPEPatterns(RewritePatternSet &patterns, bool vectorTable);
+/// quill.rope alone; with `vectorForm` (the CPU target's form), a batch
+/// step's table of cos and sin is built row by row in vectors (every row
+/// the same code, whatever the live row count), and the rotation runs on
+/// vectors of each head's pairs instead of a generic that gathers them.
+void populateLowerRoPEPatterns(RewritePatternSet &patterns, bool vectorForm);
 /// quill.embedding and quill.kv_write: reads and writes of state.
 void populateLowerStatePatterns(RewritePatternSet &patterns);
 /// quill.attention (one query, or T query rows).

@@ -33,7 +33,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
     populateLowerAttentionPatterns(patterns, builder);
     populateLowerFlashAttentionPatterns(patterns, builder);
     populateLowerPagedAttentionPatterns(patterns, builder);
-    populateLowerRoPEPatterns(patterns, /*vectorTable=*/true);
+    populateLowerRoPEPatterns(patterns, /*vectorForm=*/true);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

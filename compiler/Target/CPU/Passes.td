@@ -47,7 +47,9 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       row by row, each row's pairs as vectors of up to 8 (as a [rows,
       pairs] generic, LLVM vectorized small heads across rows, mixing
       libmvec's and libm's cosf, so a row's bits depended on its
-      neighbours).
+      neighbours), and every `quill.rope` rotates each head's pairs in
+      vectors of up to 16 values (a shuffle swaps the partners) where the
+      generic gathered them.
     Shapes that do not fit (a width no multiple of W, leftover rows) take
     the generic forms. Results depend on W, never on threads.
 

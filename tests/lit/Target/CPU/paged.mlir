@@ -91,14 +91,34 @@ func.func @rope_positions(%x: tensor<4x8xf32>, %pos: tensor<4xi32>) -> tensor<4x
 // by row, each row's pairs as one vector (here 2 pairs), so that every row
 // is the same code whatever the live row count (a [rows, pairs] generic let
 // LLVM vectorize across rows, libmvec for some rows and libm for others).
+// Then each row's heads rotate in vectors of head_dim 4: the pairs' cos and
+// sin doubled ([c0, c0, c1, c1]), the partners swapped ([x1, x0, x3, x2]),
+// and the even lanes take x * cos - partner * sin, the odd ones
+// x * cos + partner * sin (rotateWith's products, difference and sum).
 // CHECK-LABEL: func.func @rope_live_rows
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: tensor<4xi32>, %[[N:[^:]+]]: index)
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: tensor.extract %[[POS]][%[[T]]]
-// CHECK: math.cos {{.*}} : vector<2xf32>
-// CHECK: math.sin {{.*}} : vector<2xf32>
-// CHECK: vector.transfer_write {{.*}}[%[[T]], %{{.*}}]
-// CHECK: linalg.generic
+// CHECK: %[[COSV:.*]] = math.cos {{.*}} : vector<2xf32>
+// CHECK: %[[SINV:.*]] = math.sin {{.*}} : vector<2xf32>
+// CHECK: vector.transfer_write %[[COSV]], {{.*}}[%[[T]], %{{.*}}]
+// CHECK: vector.transfer_write %[[SINV]], {{.*}}[%[[T]], %{{.*}}]
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[R:[^ ]+]] = {{.*}} iter_args(%[[ROWS:[^ ]+]] =
+// CHECK: scf.for %[[H:[^ ]+]] = %{{.*}} to %c2{{.*}} step %c1{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[ROWS]])
+// CHECK: %[[COL:.*]] = arith.muli %[[H]], %c4
+// CHECK: %[[XV:.*]] = vector.transfer_read %[[X]][%[[R]], %[[COL]]]{{.*}} : tensor<4x8xf32>, vector<4xf32>
+// CHECK: %[[CH:.*]] = vector.transfer_read %{{.*}}[%[[R]], %c0{{.*}} : tensor<?x2xf32>, vector<2xf32>
+// CHECK: %[[C:.*]] = vector.shuffle %[[CH]], %[[CH]] [0, 0, 1, 1]
+// CHECK: %[[SH:.*]] = vector.transfer_read %{{.*}}[%[[R]], %c0{{.*}} : tensor<?x2xf32>, vector<2xf32>
+// CHECK: %[[S:.*]] = vector.shuffle %[[SH]], %[[SH]] [0, 0, 1, 1]
+// CHECK: %[[P:.*]] = vector.shuffle %[[XV]], %[[XV]] [1, 0, 3, 2]
+// CHECK: %[[OWN:.*]] = arith.mulf %[[XV]], %[[C]] : vector<4xf32>
+// CHECK: %[[CROSS:.*]] = arith.mulf %[[P]], %[[S]] : vector<4xf32>
+// CHECK: %[[DIFF:.*]] = arith.subf %[[OWN]], %[[CROSS]] : vector<4xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %[[OWN]], %[[CROSS]] : vector<4xf32>
+// CHECK: %[[ROT:.*]] = vector.shuffle %[[DIFF]], %[[SUM]] [0, 5, 2, 7]
+// CHECK: vector.transfer_write %[[ROT]], %[[OUT]][%[[R]], %[[COL]]]
 func.func @rope_live_rows(%x: tensor<4x8xf32>, %pos: tensor<4xi32>, %n: index) -> tensor<4x8xf32> {
   %r = quill.rope %x at %pos rows %n {head_dim = 4 : i64, theta = 1.0e+04 : f32} : tensor<4x8xf32>, tensor<4xi32>
   return %r : tensor<4x8xf32>
