@@ -43,6 +43,10 @@ struct PipelineOptions {
   /// CPU with int8 dot products: the Q8_0 and Q4_0 weights the int8
   /// products read are stored in row groups (off for A/B: the file's rows).
   bool rowGroups = true;
+  /// CPU: a prefill's attention takes blocks of query rows together at
+  /// each kv head, every key and value row read once for the block (off
+  /// for A/B: one row at a time).
+  bool attentionRowBlocks = true;
   /// CUDA (and its emulation): a warp per output element of matrix-vector
   /// kernels, its lanes sharing the reduction (off: a thread per row).
   bool warpReductions = true;

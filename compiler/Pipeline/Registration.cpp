@@ -59,6 +59,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
   Option<bool> int8MatMul{*this, "int8-matmul",
                           llvm::cl::desc("CPU: Q8_0/Q4_0 matmuls as int8 row-group tiles"),
                           llvm::cl::init(true)};
+  Option<bool> attentionRowBlocks{
+      *this, "attention-row-blocks",
+      llvm::cl::desc("CPU: a prefill's attention takes blocks of query rows together"),
+      llvm::cl::init(true)};
   Option<bool> rowGroups{*this, "row-groups",
                          llvm::cl::desc("CPU: Q8_0/Q4_0 weights of the int8 products stored "
                                         "in row groups"),
@@ -98,6 +102,7 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
     options.int8Dot = int8Dot;
     options.int8MatMul = int8MatMul;
     options.rowGroups = rowGroups;
+    options.attentionRowBlocks = attentionRowBlocks;
     options.shareWeights = shareWeights;
     options.warpReductions = warpReductions;
     return options;

@@ -123,6 +123,11 @@ struct Flags {
                "weights to f32 tiles instead of int8 dot products over transposed row groups, "
                "for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<bool> noAttentionRowBlocks{
+      "no-attention-row-blocks",
+      cl::desc("A prefill's attention takes one query row at a time instead of blocks of rows "
+               "that read each key and value row once, for A/B comparisons"),
+      cl::cat(category)};
   cl::opt<bool> noRowGroups{
       "no-row-groups",
       cl::desc("Q8_0, Q4_0, Q4_K and Q6_K weights keep the file's row layout instead of the row "
@@ -235,6 +240,7 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   options.pipeline.int8Dot = !flags.noInt8Dot;
   options.pipeline.int8MatMul = !flags.noInt8MatMul;
   options.pipeline.rowGroups = !flags.noRowGroups;
+  options.pipeline.attentionRowBlocks = !flags.noAttentionRowBlocks;
   options.pipeline.shareWeights = !flags.noWeightSharing;
   options.pipeline.quantizeActivations = !flags.noQuantizeActivations;
   options.pipeline.warpReductions = !flags.noWarpReductions;

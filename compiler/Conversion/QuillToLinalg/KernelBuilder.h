@@ -77,6 +77,12 @@ public:
   virtual Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
                                      Value init) const;
 
+  /// Query rows of a prefill's attention taken together at each kv head of
+  /// `group` query heads of `headDim`, so that each key and value row read
+  /// serves them all: 1 where the scores and weighted sums would not keep
+  /// several rows' work in registers.
+  virtual int64_t attentionRowBlock(int64_t group, int64_t headDim) const { return 1; }
+
   /// Whether product rows are built in a private (stack) buffer and stored
   /// once, instead of in the kernel's output: needed where several threads
   /// compute the same unit (a warp's lanes) and must not read back what

@@ -321,4 +321,8 @@ Value CpuKernelBuilder::attentionWeightedSum(OpBuilder &b, Location loc, Value p
   return KernelBuilder::attentionWeightedSum(b, loc, probs, values, init);
 }
 
+int64_t CpuKernelBuilder::attentionRowBlock(int64_t group, int64_t headDim) const {
+  return options_.attentionRowBlocks ? wideHeadRowBlock(group, headDim) : 1;
+}
+
 } // namespace mlir::quill

@@ -52,6 +52,9 @@ struct CpuKernelOptions {
   /// The CPU has vdpbf16ps (AVX512_BF16): prefill's and the batch step's
   /// products over bf16 weights with bf16_input multiply bf16 pairs.
   bool bf16Dot = false;
+  /// A prefill's attention over wide heads takes blocks of query rows
+  /// together (attentionRowBlock; off for A/B: one row at a time).
+  bool attentionRowBlocks = true;
 };
 
 class CpuKernelBuilder : public KernelBuilder {
@@ -77,6 +80,7 @@ public:
                         Value init) const override;
   Value attentionWeightedSum(OpBuilder &b, Location loc, Value probs, Value values,
                              Value init) const override;
+  int64_t attentionRowBlock(int64_t group, int64_t headDim) const override;
 
   /// The matmul tile for this vector width: as many accumulators as leave
   /// registers for the loads (AVX-512's 32 registers: 2 x 8; AVX2's 16: 2 x 4).
@@ -319,5 +323,8 @@ Value smallHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values
 /// (WideHeadAttention.cpp).
 Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value init);
 Value wideHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init);
+/// The query rows those take together (attentionRowBlock): as many as the
+/// weighted sum's accumulators hold, 1 where the shapes are not theirs.
+int64_t wideHeadRowBlock(int64_t group, int64_t headDim);
 
 } // namespace mlir::quill

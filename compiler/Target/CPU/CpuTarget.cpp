@@ -119,6 +119,7 @@ public:
         kernels.int8Dot512 = (*machine)->hasInt8Dot512();
         kernels.int8MatMul = options.int8MatMul;
         kernels.bf16Dot = (*machine)->bf16DotOutrunsFma();
+        kernels.attentionRowBlocks = options.attentionRowBlocks;
         pm.addPass(mlir::quill::createCpuLowerKernels(kernels));
         addNeutralLowering(pm);
       }

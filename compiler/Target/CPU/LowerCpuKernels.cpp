@@ -27,7 +27,7 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
     }
     auto builder = std::make_shared<const CpuKernelBuilder>(CpuKernelOptions{
         vectorWidth, prefetchWeights, int8Dot, int8Vnni ? Int8DotForm::Vnni : Int8DotForm::Avx2,
-        int8Dot512, int8MatMul, bf16Dot});
+        int8Dot512, int8MatMul, bf16Dot, attentionRowBlocks});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

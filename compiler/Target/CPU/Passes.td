@@ -43,6 +43,12 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       halves of 16 two accumulators);
     - attention over heads of 8 or 16 dimensions reads keys as transposed
       [8, head_dim] tiles and keeps the weighted sums in registers;
+    - attention over heads of 24 or more (a multiple of 8) reads each key
+      row once in vectors widened from the cache's type, sums a tile of 16
+      positions' partial products by a transpose-add tree into one vector
+      of scores per query head, and keeps the weighted sums in registers;
+      a prefill takes blocks of query rows together at each kv head
+      (`attention-row-blocks`), their later positions masked to -inf;
     - `quill.rope` over a batch step's live rows builds its cos/sin table
       row by row, each row's pairs as vectors of up to 8 (as a [rows,
       pairs] generic, LLVM vectorized small heads across rows, mixing
@@ -99,7 +105,13 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
            "The CPU has vdpbf16ps (AVX512_BF16): prefill's and the batch step's "
            "products over bf16 weights with bf16_input multiply bf16 pairs in "
-           "register tiles; quill-compile takes it from --cpu's features">
+           "register tiles; quill-compile takes it from --cpu's features">,
+    Option<"attentionRowBlocks", "attention-row-blocks", "bool", /*default=*/"true",
+           "A prefill's attention over heads of 24 or more takes blocks of query "
+           "rows together at each kv head (their query heads one group, later "
+           "positions masked to -inf), each key and value row read once per "
+           "block (quill-compile --no-attention-row-blocks: one row at a time, "
+           "for A/B)">
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -1,19 +1,21 @@
 // Attention for heads of 24 or more dimensions (a multiple of 8: 32, 48,
 // 64, 128), where the generic forms become scalar loops that LLVM
 // vectorizes one position at a time, with the partial sums in memory. Here,
-// per position and kv head: the key row is read once, in vectors of the
-// cache's element type widened in registers, and each query head's score is
-// a chain of FMAs over the row's vectors then one horizontal sum; the
-// weighted sum carries the head_dim accumulators of a span of kv heads in
-// registers across the positions, each value row read once. A Q8_0 cache's
-// rows are decoded block by block (fp16 scale, int8 vectors) in registers.
+// per tile of positions and kv head: each key row is read once, in vectors
+// of the cache's element type widened in registers; each query head's
+// partial products with it are a chain of FMAs over the row's vectors, and
+// the tile's partials are summed together by a transpose-add tree into one
+// vector of scores (in a horizontal sum's order). The weighted sum carries
+// the head_dim accumulators of a span of kv heads in registers across the
+// positions, each value row read once. A Q8_0 cache's rows are decoded
+// block by block (fp16 scale, int8 vectors) in registers.
 //
 // The cache lies [position, kv head, d], so one head's rows are a head's
 // width apart: walked head by head, every row is a new stream that the
 // hardware prefetchers do not follow across pages (9 GB/s on one Zen 5
 // core, against 25 for the same bytes in order). Positions outermost, with
-// all the kv heads of a position (scores) or of a span (sums) inside, read
-// the cache nearly in order. Each score and each head's sum is the same
+// all the kv heads of a tile (scores) or of a span (sums) inside, read the
+// cache nearly in order. Each score and each head's sum is the same
 // chain of operations in the same order either way.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 
@@ -114,6 +116,32 @@ SmallVector<Value> readHeads(OpBuilder &b, Location loc, Value heads, Value k, i
           ArrayRef<bool>{true}));
   return vectors;
 }
+
+/// One vector of `vectors.size()` sums: lane j the sum of vectors[j]'s
+/// lanes. Each round adds the low half of every segment of lanes to its
+/// high half, two vectors' segments at a time (lane i + lane i + 8, then
+/// + 4, + 2, + 1: the order of a halving horizontal sum), so the sums of a
+/// full vector cost 2 shuffles and an add per vector instead of a
+/// horizontal sum each.
+Value transposedSums(OpBuilder &b, Location loc, SmallVector<Value> vectors, int64_t lanes) {
+  for (int64_t segment = lanes; vectors.size() > 1; segment /= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t source = 0; source < 2; ++source)
+      for (int64_t start = 0; start < lanes; start += segment)
+        for (int64_t i = 0; i < segment / 2; ++i) {
+          low.push_back(source * lanes + start + i);
+          high.push_back(source * lanes + start + segment / 2 + i);
+        }
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < vectors.size(); i += 2) {
+      Value lowHalves = vector::ShuffleOp::create(b, loc, vectors[i], vectors[i + 1], low);
+      Value highHalves = vector::ShuffleOp::create(b, loc, vectors[i], vectors[i + 1], high);
+      next.push_back(arith::AddFOp::create(b, loc, lowHalves, highHalves));
+    }
+    vectors = std::move(next);
+  }
+  return vectors.front();
+}
 } // namespace
 
 Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value init) {
@@ -126,32 +154,58 @@ Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value 
   auto fastMath = reductionFastMath(b);
   Value units = tensor::DimOp::create(b, loc, query, 0);
   Value positions = tensor::DimOp::create(b, loc, keys, 0);
-  // Position by position, every kv head of it: the cache is read in the
-  // order it lies (the query heads come from L1 each time).
-  auto positionLoop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), positions, indexConstant(b, loc, 1), ValueRange{init},
-      [&](OpBuilder &tb, Location tl, Value t, ValueRange positionCarried) {
+  // Tiles of `lanes` positions, each kv head of a tile in turn: its rows
+  // (a few KiB, read nearly in order) give one vector of scores per query
+  // head. A last partial tile reads its last row again for the missing
+  // lanes and stores only its own; every score is the same chain of
+  // operations wherever it falls.
+  Value tiles = arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, positions, indexConstant(b, loc, lanes - 1)),
+      indexConstant(b, loc, lanes));
+  Value last = arith::SubIOp::create(b, loc, positions, indexConstant(b, loc, 1));
+  auto tileLoop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), tiles, indexConstant(b, loc, 1), ValueRange{init},
+      [&](OpBuilder &tb, Location tl, Value tile, ValueRange tileCarried) {
+        Value first = arith::MulIOp::create(tb, tl, tile, indexConstant(tb, tl, lanes));
+        SmallVector<Value> rows;
+        for (int64_t j = 0; j < lanes; ++j)
+          rows.push_back(arith::MinUIOp::create(
+              tb, tl, arith::AddIOp::create(tb, tl, first, indexConstant(tb, tl, j)), last));
         auto heads = scf::ForOp::create(
             tb, tl, indexConstant(tb, tl, 0), units, indexConstant(tb, tl, 1),
-            ValueRange{positionCarried[0]},
+            ValueRange{tileCarried[0]},
             [&](OpBuilder &hb, Location hl, Value k, ValueRange carried) {
               SmallVector<Value> q = readHeads(hb, hl, query, k, group, headDim, lanes);
-              SmallVector<Value> row = readRow(hb, hl, keys, t, k, headDim, lanes);
               Value scores = carried[0];
               for (int64_t g = 0; g < group; ++g) {
-                Value acc = arith::MulFOp::create(hb, hl, q[g * chunks], row[0], fastMath);
-                for (int64_t c = 1; c < chunks; ++c)
-                  acc = vector::FMAOp::create(hb, hl, q[g * chunks + c], row[c], acc);
-                Value score = vector::ReductionOp::create(hb, hl, vector::CombiningKind::ADD, acc,
-                                                          /*acc=*/Value(), fastMath.getValue());
-                scores = tensor::InsertOp::create(hb, hl, score, scores,
-                                                  ValueRange{k, indexConstant(hb, hl, g), t});
+                SmallVector<Value> partials;
+                for (Value t : rows) {
+                  SmallVector<Value> row = readRow(hb, hl, keys, t, k, headDim, lanes);
+                  Value acc = arith::MulFOp::create(hb, hl, q[g * chunks], row[0], fastMath);
+                  for (int64_t c = 1; c < chunks; ++c)
+                    acc = vector::FMAOp::create(hb, hl, q[g * chunks + c], row[c], acc);
+                  partials.push_back(acc);
+                }
+                scores = vector::TransferWriteOp::create(
+                             hb, hl, transposedSums(hb, hl, partials, lanes), scores,
+                             ValueRange{k, indexConstant(hb, hl, g), first}, ArrayRef<bool>{false})
+                             .getResult();
               }
               scf::YieldOp::create(hb, hl, ValueRange{scores});
             });
         scf::YieldOp::create(tb, tl, heads.getResults());
       });
-  return positionLoop.getResult(0);
+  return tileLoop.getResult(0);
+}
+
+int64_t wideHeadRowBlock(int64_t group, int64_t headDim) {
+  const int64_t lanes = laneCount(headDim, group);
+  if (!lanes)
+    return 1;
+  // The rows' query heads are one group: at most 16 (laneCount), and one
+  // accumulator per head and chunk.
+  const int64_t rows = std::min(kMaxAccumulators / (group * (headDim / lanes)), 16 / group);
+  return std::max<int64_t>(1, rows);
 }
 
 Value wideHeadWeightedSum(OpBuilder &b, Location loc, Value probs, Value values, Value init) {

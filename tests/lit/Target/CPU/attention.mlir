@@ -127,17 +127,32 @@ func.func @attention_small_heads(%q: tensor<32xf32>, %k: tensor<32x16xf32>, %v: 
 // -----
 
 // Heads of 32 elements over an f16 cache take the wide-head microkernels:
-// per position and kv head (positions outermost: the cache is read in the
-// order it lies), the key row is read as two vector<16xf16> widened to f32
-// once, each query head's score is a multiply, an FMA and one horizontal
-// sum; the weighted sum carries 2 vectors per query head (4 in all) through
-// the loop over positions, each value row read once.
+// tiles of 16 positions (outermost: the cache is read nearly in the order it
+// lies), then each kv head; each of the tile's key rows (the last partial
+// tile clamps its rows to the last position) is read as two vector<16xf16>
+// widened to f32 once, and each query head's partial products are a
+// multiply and an FMA per row. The 16 rows' partials are summed together by
+// a transpose-add tree (pairs of shuffles taking lanes +8, +4, +2, +1, the
+// halving order of a horizontal sum), one vector of 16 scores stored per
+// query head. The weighted sum carries 2 vectors per query head (4 in all)
+// through the loop over positions, each value row read once.
 // CHECK-LABEL: func.func @attention_wide_heads
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK-SAME: %[[POS:[^:]*]]: index) -> tensor<128xf32>
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[FIRST:.*]] = arith.muli %[[TILE]], %c16
+// CHECK: %[[ROW0:.*]] = arith.minui %[[FIRST]], %[[POS]]
 // CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
-// CHECK: %[[K0:.*]] = vector.transfer_read %{{.*}}[%[[T]], %[[K]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x2x32xf16>, vector<16xf16>
+// CHECK: %[[K0:.*]] = vector.transfer_read %{{.*}}[%[[ROW0]], %[[K]], %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x2x32xf16>, vector<16xf16>
 // CHECK-NEXT: arith.extf %[[K0]] : vector<16xf16> to vector<16xf32>
-// CHECK-COUNT-2: vector.reduction <add>
+// CHECK-NOT: vector.reduction
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+// CHECK-NEXT: vector.shuffle %{{.*}}, %{{.*}} [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+// CHECK-NEXT: arith.addf
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]
+// CHECK-NEXT: vector.shuffle %{{.*}}, %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]
+// CHECK-NEXT: %[[SUMS:.*]] = arith.addf
+// CHECK-NEXT: vector.transfer_write %[[SUMS]], %{{.*}}[%[[K]], %c0, %[[FIRST]]] : vector<16xf32>, tensor<2x2x?xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[K]], %c1, %[[FIRST]]] : vector<16xf32>, tensor<2x2x?xf32>
 // CHECK: math.exp
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-2: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
@@ -157,9 +172,11 @@ func.func @attention_wide_heads(%q: tensor<128xf32>, %k: tensor<32x64xf16>, %v: 
 // at once (24 accumulators), reading 12 heads' value rows side by side per
 // position, then the 4 left one at a time.
 // CHECK-LABEL: func.func @attention_wide_head_spans
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[FIRST:.*]] = arith.muli %[[TILE]], %c16
+// CHECK: %[[ROW0:.*]] = arith.minui %[[FIRST]]
 // CHECK: scf.for %[[K:.*]] = %{{.*}} to %c16 step %{{.*}} iter_args
-// CHECK: vector.transfer_read %{{.*}}{{\[}}%[[T]], %[[K]], %c0]
+// CHECK: vector.transfer_read %{{.*}}{{\[}}%[[ROW0]], %[[K]], %c0]
 // CHECK: math.exp
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-24: vector.fma

@@ -1,5 +1,6 @@
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels=vector-width=16 --quill-lower-to-linalg --canonicalize --cse -verify-diagnostics | FileCheck %s
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg -verify-diagnostics | FileCheck %s --check-prefix=NEUTRAL
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 attention-row-blocks=false" --quill-lower-to-linalg --canonicalize --cse -verify-diagnostics | FileCheck %s --check-prefix=ROWS
 // The neutral lowering alone: generic forms, no vectors.
 // NEUTRAL-NOT: vector.
 
@@ -33,17 +34,59 @@ func.func @matmul_odd_width(%x: tensor<8x24xf32>, %w: tensor<20x24xf32>) -> tens
 
 // -----
 
-// Causal attention of T query rows: row t sees positions 0..pos+t.
+// Causal attention of T query rows: row t sees positions 0..pos+t. Kv head
+// by kv head (outermost, so one head's keys and values stay in cache), then
+// row by row (heads of 2 take no row blocks).
 // CHECK-LABEL: func.func @attention_rows
 // CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[COL:.*]] = arith.muli %[[H]], %c4
 // CHECK: scf.for %[[T:.*]] = %c0 to %c4 step %c1
 // CHECK: %[[P:.*]] = arith.addi %[[POS]], %[[T]]
 // CHECK: arith.addi %[[P]], %c1
 // CHECK: math.exp
-// CHECK: tensor.insert_slice {{.*}}[%[[T]], 0] [1, 8] [1, 1]
+// CHECK: tensor.insert_slice {{.*}}[%[[T]], %[[COL]]] [1, 4] [1, 1]
 func.func @attention_rows(%q: tensor<4x8xf32>, %k: tensor<32x4xf32>, %v: tensor<32x4xf32>, %pos: index) -> tensor<4x8xf32> {
   %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<4x8xf32>, tensor<32x4xf32>, tensor<32x4xf32> -> tensor<4x8xf32>
   return %o : tensor<4x8xf32>
+}
+
+// -----
+
+// Heads of 32 over an f16 cache: the rows are taken in blocks (here all 4
+// rows, 4 x 2 query heads of one kv head as one group of 8), so each key and
+// value row is read once for the block. Scores run to the block's last
+// position, pos + 4; entry e (row e / 2) masks its later positions to -inf,
+// which exp turns into exact zeros.
+// CHECK-LABEL: func.func @attention_row_blocks
+// CHECK-SAME: %[[POS:[^:]*]]: index
+// CHECK: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[COL:.*]] = arith.muli %[[H]], %c64
+// CHECK: %[[END:.*]] = arith.addi %[[POS]], %c4
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[COL]]] [4, 64] [1, 1] : tensor<4x128xf32> to tensor<4x64xf32>
+// CHECK: tensor.expand_shape {{.*}} output_shape [1, 8, 32] : tensor<256xf32> into tensor<1x8x32xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[H]], 0] [%[[END]], 1, 32]
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%c0, %c7, %{{.*}}] : vector<16xf32>, tensor<1x8x?xf32>
+// CHECK: linalg.generic
+// CHECK: %[[E:.*]] = linalg.index 1
+// CHECK: %[[P:.*]] = linalg.index 2
+// CHECK: %[[ROW:.*]] = arith.divui %[[E]], %c2
+// CHECK: %[[LAST:.*]] = arith.addi %[[POS]], %[[ROW]]
+// CHECK: %[[LATER:.*]] = arith.cmpi ugt, %[[P]], %[[LAST]]
+// CHECK: arith.select %[[LATER]], %cst, %{{.*}}
+// CHECK: math.exp
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: arith.divf
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, %[[COL]]] [4, 64] [1, 1] : tensor<4x64xf32> into tensor<4x128xf32>
+// Without row blocks: one row at a time, inside the loop over kv heads.
+// ROWS-LABEL: func.func @attention_row_blocks
+// ROWS: scf.for %[[H:.*]] = %c0 to %c2 step %c1
+// ROWS: scf.for %[[T:.*]] = %c0 to %c4 step %c1
+// ROWS-NOT: arith.cmpi ugt
+// ROWS: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T]], %{{.*}}] [1, 64] [1, 1] : tensor<1x64xf32> into tensor<4x128xf32>
+func.func @attention_row_blocks(%q: tensor<4x128xf32>, %k: tensor<32x64xf16>, %v: tensor<32x64xf16>, %pos: index) -> tensor<4x128xf32> {
+  %o = quill.attention %q, %k, %v at %pos {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<4x128xf32>, tensor<32x64xf16>, tensor<32x64xf16> -> tensor<4x128xf32>
+  return %o : tensor<4x128xf32>
 }
 
 // -----
