@@ -173,6 +173,29 @@ struct Q8Block {
 /// `x` (vector<32 x f32>) so rounded: shared by decode's and the matmuls'
 /// rounding of their inputs.
 Q8Block roundQ8Block(OpBuilder &b, Location loc, Value x);
+/// Input blocks rounded together by roundQ8Blocks.
+constexpr int64_t kQ8BlockGroup = 8;
+/// kQ8BlockGroup blocks rounded to Q8_0 together.
+struct Q8Blocks {
+  SmallVector<Value> values; ///< vector<32 x i8> per block: q.
+  Value scales;              ///< vector<N x f32>: each block's d.
+  Value halfSums;            ///< vector<2N x i32>: each block's sums of q over its halves.
+};
+/// `xs` (kQ8BlockGroup vector<32 x f32>) rounded as roundQ8Block rounds
+/// each, to the same bits (maxima and integer sums are exact in any order,
+/// the scales' divisions the same IEEE operations), their maxima and sums
+/// taken by shuffle trees for all the blocks at once and their scales by
+/// one vector division, where each block alone takes three horizontal
+/// reductions and two scalar divisions.
+Q8Blocks roundQ8Blocks(OpBuilder &b, Location loc, ArrayRef<Value> xs);
+/// Blocks [0, blocks) of `input`'s row `row` (its indices but the last;
+/// none for a vector) rounded to Q8_0 into `outs` = {values, scales,
+/// halfSums} at the same leading indices: values as bytes (vector<32 x i8>
+/// per block) or, with `words`, as 8 i32 words per block. Whole groups of
+/// kQ8BlockGroup blocks take roundQ8Blocks, the rest roundQ8Block. Returns
+/// the outs so written.
+SmallVector<Value> roundQ8Row(OpBuilder &b, Location loc, Value input, ValueRange row,
+                              int64_t blocks, ValueRange outs, bool words);
 /// `input` ([K]) rounded to Q8_0 blocks (ActivationQuantization.h's rules).
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input);
 /// `input` ([T, K], K a multiple of 32) rounded to Q8_0 blocks and back to

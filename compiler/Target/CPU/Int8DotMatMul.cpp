@@ -393,38 +393,13 @@ Value int8DotMatMul(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes,
           b, loc, RankedTensorType::get({tokens, n}, element), ValueRange{});
     };
     const int64_t blocks = width / kQ8Block;
-    auto words = VectorType::get({kBlockWords}, b.getI32Type());
     auto rows = scf::ForOp::create(
         b, loc, index(b, loc, 0), live, index(b, loc, 1),
         ValueRange{buffer(width / 4, b.getI32Type()), buffer(blocks, b.getF32Type()),
                    buffer(2 * blocks, b.getI32Type())},
         [&](OpBuilder &nb, Location l, Value token, ValueRange rowOut) {
-          auto blockLoop = scf::ForOp::create(
-              nb, l, index(nb, l, 0), index(nb, l, blocks), index(nb, l, 1), rowOut,
-              [&](OpBuilder &ib, Location il, Value block, ValueRange out) {
-                Value column = arith::MulIOp::create(ib, il, block, index(ib, il, kQ8Block));
-                Q8Block rounded = roundQ8Block(ib, il,
-                                               readVector(ib, il, input, ValueRange{token, column},
-                                                          kQ8Block, ib.getF32Type()));
-                Value packed = vector::BitCastOp::create(ib, il, words, rounded.values);
-                Value wordAt = arith::MulIOp::create(ib, il, block, index(ib, il, kBlockWords));
-                Value w =
-                    vector::TransferWriteOp::create(ib, il, packed, out[0],
-                                                    ValueRange{token, wordAt}, ArrayRef<bool>{true})
-                        .getResult();
-                Value s = tensor::InsertOp::create(ib, il, rounded.scale, out[1],
-                                                   ValueRange{token, block});
-                Value m = out[2];
-                for (int64_t h = 0; h < 2; ++h) {
-                  Value at = arith::AddIOp::create(
-                      ib, il, arith::MulIOp::create(ib, il, block, index(ib, il, 2)),
-                      index(ib, il, h));
-                  m = tensor::InsertOp::create(ib, il, rounded.halfSums[h], m,
-                                               ValueRange{token, at});
-                }
-                scf::YieldOp::create(ib, il, ValueRange{w, s, m});
-              });
-          scf::YieldOp::create(nb, l, blockLoop.getResults());
+          scf::YieldOp::create(
+              nb, l, roundQ8Row(nb, l, input, ValueRange{token}, blocks, rowOut, /*words=*/true));
         });
     x = {rows.getResult(0), rows.getResult(1), rows.getResult(2)};
   }

@@ -13,6 +13,7 @@
 #include "compiler/Conversion/QuillToLinalg/ActivationQuantization.h"
 #include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "compiler/Target/CPU/RowDecoder.h"
+#include "compiler/Target/CPU/TransposedReduce.h"
 #include "dialects/Quill/IR/WeightFormats.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -79,6 +80,142 @@ Q8Block roundQ8Block(OpBuilder &b, Location loc, Value x) {
   return out;
 }
 
+Q8Blocks roundQ8Blocks(OpBuilder &b, Location loc, ArrayRef<Value> xs) {
+  const int64_t n = xs.size();
+  assert(n == kQ8BlockGroup && "a group of blocks");
+  auto f32s = VectorType::get({kQ8Block}, b.getF32Type());
+  auto i32s = VectorType::get({kQ8Block}, b.getI32Type());
+  auto groupF32s = VectorType::get({n}, b.getF32Type());
+  auto slice = [&](Value v, int64_t first, int64_t size) -> Value {
+    return vector::ExtractStridedSliceOp::create(b, loc, v, ArrayRef<int64_t>{first},
+                                                 ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
+  };
+  // Each vector folded to n lanes by `combine`, then all of them reduced
+  // together: lane j is block j's.
+  auto reduceAll = [&](ArrayRef<Value> vectors, int64_t size, const LaneCombine &combine) {
+    SmallVector<Value> folded;
+    for (Value v : vectors) {
+      Value f = slice(v, 0, n);
+      for (int64_t k = n; k < size; k += n)
+        f = combine(b, loc, f, slice(v, k, n));
+      folded.push_back(f);
+    }
+    return transposedReduce(b, loc, folded, n, combine);
+  };
+  // |x| as its bits without the sign: for floats of one sign the integer
+  // order is the float order (NaN's bits above infinity's), so the maxima
+  // are one vpmaxud each, where a float maximum that orders NaN and -0
+  // takes six instructions.
+  Value signless = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(i32s, static_cast<int32_t>(0x7fffffff)));
+  SmallVector<Value> magnitudes;
+  for (Value x : xs)
+    magnitudes.push_back(
+        arith::AndIOp::create(b, loc, vector::BitCastOp::create(b, loc, i32s, x), signless));
+  Value amax = vector::BitCastOp::create(
+      b, loc, groupF32s,
+      reduceAll(magnitudes, kQ8Block, [](OpBuilder &nb, Location l, Value x, Value y) {
+        return arith::MaxUIOp::create(nb, l, x, y).getResult();
+      }));
+  // q8Scales' operations, n blocks per instruction.
+  auto splat = [&](float v) -> Value {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(groupF32s, v));
+  };
+  Value d = arith::DivFOp::create(b, loc, amax, splat(127.0f));
+  Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, d, splat(0.0f));
+  Value inverse = arith::SelectOp::create(b, loc, isZero, splat(0.0f),
+                                          arith::DivFOp::create(b, loc, splat(1.0f), d));
+  Q8Blocks out;
+  out.scales = d;
+  SmallVector<Value> halves[2];
+  for (int64_t j = 0; j < n; ++j) {
+    Value inv = vector::ExtractOp::create(b, loc, inverse, ArrayRef<int64_t>{j});
+    Value q = q8Round(b, loc, xs[j], vector::BroadcastOp::create(b, loc, f32s, inv));
+    Value qi = arith::FPToSIOp::create(b, loc, i32s, q);
+    out.values.push_back(
+        arith::TruncIOp::create(b, loc, VectorType::get({kQ8Block}, b.getI8Type()), qi));
+    for (int64_t h = 0; h < 2; ++h)
+      halves[h].push_back(slice(qi, 16 * h, 16));
+  }
+  auto add = [](OpBuilder &nb, Location l, Value x, Value y) {
+    return arith::AddIOp::create(nb, l, x, y).getResult();
+  };
+  Value sums[2] = {reduceAll(halves[0], 16, add), reduceAll(halves[1], 16, add)};
+  // Block order: block j's halves at 2j and 2j + 1.
+  SmallVector<int64_t> interleave;
+  for (int64_t j = 0; j < n; ++j)
+    interleave.append({j, n + j});
+  out.halfSums = vector::ShuffleOp::create(b, loc, sums[0], sums[1], interleave);
+  return out;
+}
+
+SmallVector<Value> roundQ8Row(OpBuilder &b, Location loc, Value input, ValueRange row,
+                              int64_t blocks, ValueRange outs, bool words) {
+  auto at = [&](OpBuilder &nb, Location l, Value last) {
+    SmallVector<Value> indices(row.begin(), row.end());
+    indices.push_back(last);
+    return indices;
+  };
+  auto wordType = VectorType::get({kQ8Block / 4}, b.getI32Type());
+  // Block `block`'s values into `values`.
+  auto storeValues = [&](OpBuilder &nb, Location l, Value q, Value block, Value values) {
+    Value column = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block));
+    if (!words)
+      return vector::TransferWriteOp::create(nb, l, q, values, at(nb, l, column),
+                                             ArrayRef<bool>{true})
+          .getResult();
+    Value word = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block / 4));
+    return vector::TransferWriteOp::create(nb, l, vector::BitCastOp::create(nb, l, wordType, q),
+                                           values, at(nb, l, word), ArrayRef<bool>{true})
+        .getResult();
+  };
+  auto readBlock = [&](OpBuilder &nb, Location l, Value block) {
+    Value column = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block));
+    return readVector(nb, l, input, at(nb, l, column), kQ8Block, nb.getF32Type());
+  };
+  const int64_t grouped = blocks / kQ8BlockGroup * kQ8BlockGroup;
+  auto groups = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, grouped),
+      indexConstant(b, loc, kQ8BlockGroup), outs,
+      [&](OpBuilder &nb, Location l, Value first, ValueRange out) {
+        SmallVector<Value> xs;
+        for (int64_t j = 0; j < kQ8BlockGroup; ++j)
+          xs.push_back(
+              readBlock(nb, l, arith::AddIOp::create(nb, l, first, indexConstant(nb, l, j))));
+        Q8Blocks rounded = roundQ8Blocks(nb, l, xs);
+        Value values = out[0];
+        for (int64_t j = 0; j < kQ8BlockGroup; ++j)
+          values =
+              storeValues(nb, l, rounded.values[j],
+                          arith::AddIOp::create(nb, l, first, indexConstant(nb, l, j)), values);
+        Value scales = vector::TransferWriteOp::create(nb, l, rounded.scales, out[1],
+                                                       at(nb, l, first), ArrayRef<bool>{true})
+                           .getResult();
+        Value halfAt = arith::MulIOp::create(nb, l, first, indexConstant(nb, l, 2));
+        Value sums = vector::TransferWriteOp::create(nb, l, rounded.halfSums, out[2],
+                                                     at(nb, l, halfAt), ArrayRef<bool>{true})
+                         .getResult();
+        scf::YieldOp::create(nb, l, ValueRange{values, scales, sums});
+      });
+  auto rest = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, grouped), indexConstant(b, loc, blocks),
+      indexConstant(b, loc, 1), groups.getResults(),
+      [&](OpBuilder &nb, Location l, Value block, ValueRange out) {
+        Q8Block rounded = roundQ8Block(nb, l, readBlock(nb, l, block));
+        Value values = storeValues(nb, l, rounded.values, block, out[0]);
+        Value scales = tensor::InsertOp::create(nb, l, rounded.scale, out[1], at(nb, l, block));
+        Value sums = out[2];
+        for (int64_t h = 0; h < 2; ++h) {
+          Value halfAt = arith::AddIOp::create(
+              nb, l, arith::MulIOp::create(nb, l, block, indexConstant(nb, l, 2)),
+              indexConstant(nb, l, h));
+          sums = tensor::InsertOp::create(nb, l, rounded.halfSums[h], sums, at(nb, l, halfAt));
+        }
+        scf::YieldOp::create(nb, l, ValueRange{values, scales, sums});
+      });
+  return SmallVector<Value>(rest.getResults());
+}
+
 Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
   const int64_t width = cast<RankedTensorType>(input.getType()).getDimSize(0);
   const int64_t blocks = width / kQ8Block;
@@ -87,28 +224,12 @@ Int8Input quantizeInt8Input(OpBuilder &b, Location loc, Value input) {
     return bufferization::AllocTensorOp::create(b, loc, RankedTensorType::get({n}, element),
                                                 ValueRange{});
   };
-  auto loop = scf::ForOp::create(
-      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, blocks), indexConstant(b, loc, 1),
-      ValueRange{buffer(width, b.getI8Type()), buffer(blocks, b.getF32Type()),
-                 buffer(2 * blocks, b.getI32Type())},
-      [&](OpBuilder &nb, Location l, Value block, ValueRange out) {
-        Value column = arith::MulIOp::create(nb, l, block, indexConstant(nb, l, kQ8Block));
-        Q8Block rounded = roundQ8Block(
-            nb, l, readVector(nb, l, input, ValueRange{column}, kQ8Block, nb.getF32Type()));
-        Value values = vector::TransferWriteOp::create(nb, l, rounded.values, out[0],
-                                                       ValueRange{column}, ArrayRef<bool>{true})
-                           .getResult();
-        Value scales = tensor::InsertOp::create(nb, l, rounded.scale, out[1], ValueRange{block});
-        Value sums = out[2];
-        for (int64_t h = 0; h < 2; ++h) {
-          Value at = arith::AddIOp::create(
-              nb, l, arith::MulIOp::create(nb, l, block, indexConstant(nb, l, 2)),
-              indexConstant(nb, l, h));
-          sums = tensor::InsertOp::create(nb, l, rounded.halfSums[h], sums, ValueRange{at});
-        }
-        scf::YieldOp::create(nb, l, ValueRange{values, scales, sums});
-      });
-  return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+  SmallVector<Value> rounded =
+      roundQ8Row(b, loc, input, ValueRange{}, blocks,
+                 ValueRange{buffer(width, b.getI8Type()), buffer(blocks, b.getF32Type()),
+                            buffer(2 * blocks, b.getI32Type())},
+                 /*words=*/false);
+  return {rounded[0], rounded[1], rounded[2]};
 }
 
 Value q8RoundTripRows(OpBuilder &b, Location loc, Value input, Value liveRows) {

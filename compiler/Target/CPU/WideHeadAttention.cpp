@@ -18,6 +18,7 @@
 // cache nearly in order. Each score and each head's sum is the same
 // chain of operations in the same order either way.
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
+#include "compiler/Target/CPU/TransposedReduce.h"
 
 #include "compiler/Conversion/QuillToLinalg/CacheAccess.h"
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
@@ -117,31 +118,6 @@ SmallVector<Value> readHeads(OpBuilder &b, Location loc, Value heads, Value k, i
   return vectors;
 }
 
-/// One vector of `vectors.size()` sums: lane j the sum of vectors[j]'s
-/// lanes. Each round adds the low half of every segment of lanes to its
-/// high half, two vectors' segments at a time (lane i + lane i + 8, then
-/// + 4, + 2, + 1: the order of a halving horizontal sum), so the sums of a
-/// full vector cost 2 shuffles and an add per vector instead of a
-/// horizontal sum each.
-Value transposedSums(OpBuilder &b, Location loc, SmallVector<Value> vectors, int64_t lanes) {
-  for (int64_t segment = lanes; vectors.size() > 1; segment /= 2) {
-    SmallVector<int64_t> low, high;
-    for (int64_t source = 0; source < 2; ++source)
-      for (int64_t start = 0; start < lanes; start += segment)
-        for (int64_t i = 0; i < segment / 2; ++i) {
-          low.push_back(source * lanes + start + i);
-          high.push_back(source * lanes + start + segment / 2 + i);
-        }
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < vectors.size(); i += 2) {
-      Value lowHalves = vector::ShuffleOp::create(b, loc, vectors[i], vectors[i + 1], low);
-      Value highHalves = vector::ShuffleOp::create(b, loc, vectors[i], vectors[i + 1], high);
-      next.push_back(arith::AddFOp::create(b, loc, lowHalves, highHalves));
-    }
-    vectors = std::move(next);
-  }
-  return vectors.front();
-}
 } // namespace
 
 Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value init) {
@@ -186,9 +162,15 @@ Value wideHeadScores(OpBuilder &b, Location loc, Value query, Value keys, Value 
                     acc = vector::FMAOp::create(hb, hl, q[g * chunks + c], row[c], acc);
                   partials.push_back(acc);
                 }
+                // One vector of the tile's scores (each lane's sum in the
+                // order of a horizontal sum).
+                Value sums = transposedReduce(
+                    hb, hl, partials, lanes, [&](OpBuilder &rb, Location rl, Value x, Value y) {
+                      return arith::AddFOp::create(rb, rl, x, y).getResult();
+                    });
                 scores = vector::TransferWriteOp::create(
-                             hb, hl, transposedSums(hb, hl, partials, lanes), scores,
-                             ValueRange{k, indexConstant(hb, hl, g), first}, ArrayRef<bool>{false})
+                             hb, hl, sums, scores, ValueRange{k, indexConstant(hb, hl, g), first},
+                             ArrayRef<bool>{false})
                              .getResult();
               }
               scf::YieldOp::create(hb, hl, ValueRange{scores});

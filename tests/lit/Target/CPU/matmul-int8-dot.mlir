@@ -106,3 +106,33 @@ func.func @q6_k_prefill(%x: tensor<8x256xf32>, %bytes: tensor<16x210xi8>) -> ten
   %y = quill.linear %x, %w {q8_input} : tensor<8x256xf32>, tensor<16x256x!quill.q6_k> -> tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// Rows of 10 blocks: the first 8 are rounded together. |x| as integer bits
+// (the sign masked off), their maxima by vpmaxud folds and one shuffle tree
+// for all 8 blocks, the scales by one vector division, each block's halves'
+// sums by two more trees, interleaved into block order; the 2 blocks left
+// are rounded one at a time (horizontal reductions).
+// CHECK-LABEL: func.func @q8_0_block_groups
+// CHECK: scf.for %[[T:.*]] = %c0 to %c2 step %c1 iter_args({{.*}}) -> (tensor<2x80xi32>, tensor<2x10xf32>, tensor<2x20xi32>)
+// CHECK-COUNT-8: vector.transfer_read %{{.*}} : tensor<2x320xf32>, vector<32xf32>
+// CHECK-COUNT-8: arith.andi %{{.*}}, %{{.*}} : vector<32xi32>
+// CHECK: arith.maxui %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 8, 9, 10, 11] : vector<8xi32>, vector<8xi32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15] : vector<8xi32>, vector<8xi32>
+// CHECK: %[[MAXIMA:.*]] = arith.maxui %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK: %[[AMAX:.*]] = vector.bitcast %[[MAXIMA]] : vector<8xi32> to vector<8xf32>
+// CHECK: %[[D:.*]] = arith.divf %[[AMAX]], %{{.*}} : vector<8xf32>
+// CHECK-NOT: vector.reduction
+// CHECK: %[[SUMS:.*]] = vector.interleave %{{.*}}, %{{.*}} : vector<8xi32> -> vector<16xi32>
+// CHECK-COUNT-8: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<8xi32>, tensor<2x80xi32>
+// CHECK: vector.transfer_write %[[D]], %{{.*}}[%[[T]], %c0] {in_bounds = [true]} : vector<8xf32>, tensor<2x10xf32>
+// CHECK: vector.transfer_write %[[SUMS]], %{{.*}}[%[[T]], %c0] {in_bounds = [true]} : vector<16xi32>, tensor<2x20xi32>
+// CHECK: scf.for %{{.*}} = %c8 to %c10 step %c1
+// CHECK: vector.reduction <maximumf>, %{{.*}} : vector<32xf32> into f32
+func.func @q8_0_block_groups(%x: tensor<2x320xf32>, %bytes: tensor<16x340xi8>) -> tensor<2x16xf32> {
+  %w = quill.weight_view %bytes : tensor<16x340xi8> -> tensor<16x320x!quill.q8_0>
+  %y = quill.linear %x, %w {q8_input} : tensor<2x320xf32>, tensor<16x320x!quill.q8_0> -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}

@@ -26,8 +26,10 @@ func.func @q6_k_decode(%x: tensor<256xf32>, %bytes: tensor<16x210xi8>, %b: index
 
 // Q4_K prefill: 36 word vectors of 32 bytes per super-block, read from the
 // weight (no transposing buffer), 8 vpdpbusd on ymm per sub-block and
-// token.
+// token. The input rows' 8 blocks are rounded together first (their
+// maxima and half sums by shuffle trees); the weights take no shuffles.
 // CHECK-LABEL: func.func @q4_k_prefill
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xi32>, tensor<4x16xi32>
 // CHECK-NOT: vector.shuffle
 // CHECK: vector.transfer_read %{{.*}} : tensor<2304xi8>, vector<32xi8>
 // CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.256"
