@@ -3,6 +3,7 @@
 // quill compute op left over.
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "dialects/Quill/IR/QuillDialect.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -33,6 +34,8 @@ void mlir::quill::populateQuillToLinalgPatterns(RewritePatternSet &patterns,
 namespace {
 struct LowerToLinalgPass : mlir::quill::impl::LowerToLinalgBase<LowerToLinalgPass> {
   void runOnOperation() override {
+    if (failed(verifyBlockWeightsHaveBytes(getOperation())))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateQuillToLinalgPatterns(patterns, genericKernelBuilder());
     // The greedy driver, not the dialect conversion one: each pattern

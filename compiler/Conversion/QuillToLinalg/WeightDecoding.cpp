@@ -17,6 +17,30 @@ bool isEncodedWeight(Value weight) {
   return !cast<RankedTensorType>(weight.getType()).getElementType().isF32();
 }
 
+LogicalResult verifyBlockWeightsHaveBytes(Operation *root) {
+  WalkResult walk =
+      root->walk([](Operation *op) {
+        if (!isa_and_nonnull<QuillDialect>(op->getDialect()))
+          return WalkResult::advance();
+        for (OpOperand &operand : op->getOpOperands()) {
+          Value value = operand.get();
+          // Other quill ops' block results (a Q8_0 cache's kv_write) are
+          // the bytes of their own block operands.
+          Operation *producer = value.getDefiningOp();
+          if (!isBlockQuantized(value.getType()) ||
+              (producer && isa<QuillDialect>(producer->getDialect()) && !isa<WeightOp>(producer)))
+            continue;
+          op->emitError("operand #")
+              << operand.getOperandNumber() << " (" << value.getType()
+              << ") is GGUF blocks that no quill.weight_view gives: a kernel reads a block "
+                 "weight's bytes, so lower kernels after quill-outline-kernels";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+  return failure(walk.wasInterrupted());
+}
+
 Value weightStorage(Value weight) {
   if (auto view = weight.getDefiningOp<WeightViewOp>())
     return view.getBytes();

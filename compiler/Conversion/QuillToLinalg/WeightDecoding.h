@@ -17,6 +17,13 @@ bool isEncodedWeight(Value weight);
 /// tensor behind a quill.weight_view, or the weight itself (f32, f16, bf16).
 Value weightStorage(Value weight);
 
+/// Fails, with an error on the op, where an op of the quill dialect under
+/// `root` takes a tensor of GGUF blocks that has no bytes behind it (a
+/// function argument, a quill.weight before kernel outlining, another
+/// dialect's op): the kernels read a block weight's bytes (a
+/// quill.weight_view), so lowering it would build invalid IR.
+LogicalResult verifyBlockWeightsHaveBytes(Operation *root);
+
 /// Weight (row, column) of `weightType` as f32, read from `storage` with
 /// tensor.extract: the dequantization rules of GGUF's blocks, in ggml's
 /// order of operations.

@@ -2,6 +2,7 @@
 // KernelBuilder (register-tiled microkernels), before the neutral lowering
 // takes the rest.
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "compiler/Target/CPU/CpuKernelBuilder.h"
 #include "compiler/Target/CPU/Passes.h"
 
@@ -25,6 +26,8 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
           << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
+    if (failed(verifyBlockWeightsHaveBytes(getOperation())))
+      return signalPassFailure();
     auto builder = std::make_shared<const CpuKernelBuilder>(CpuKernelOptions{
         vectorWidth, prefetchWeights, int8Dot, int8Vnni ? Int8DotForm::Vnni : Int8DotForm::Avx2,
         int8Dot512, int8MatMul, bf16Dot, attentionRowBlocks});

@@ -5,6 +5,7 @@
 // their own (LaneAttention.cpp).
 #include "compiler/Conversion/QuillToLinalg/LinalgBuilders.h"
 #include "compiler/Conversion/QuillToLinalg/QuillToLinalg.h"
+#include "compiler/Conversion/QuillToLinalg/WeightDecoding.h"
 #include "compiler/Target/CUDA/LaneReduction.h"
 #include "compiler/Target/CUDA/Passes.h"
 #include "dialects/Quill/IR/QuillMarkers.h"
@@ -115,6 +116,8 @@ struct CudaWarpKernelsPass : mlir::quill::impl::CudaWarpKernelsBase<CudaWarpKern
           << lanes << "'";
       return signalPassFailure();
     }
+    if (failed(verifyBlockWeightsHaveBytes(getOperation())))
+      return signalPassFailure();
     auto builder = std::make_shared<const WarpKernelBuilder>(*mode);
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
