@@ -18,7 +18,10 @@
 # see the same machine; quill-run's own read-bandwidth probe is reported
 # beside it. Prints a Markdown table of medians (with ranges).
 # Environment: WORK (default /tmp/quill-vs-llamacpp), ROUNDS, THREADS,
-# PROMPT (128), DECODE (64), TYPES ("f32 F16 Q8_0 Q4_0 Q4_K_M").
+# PROMPT (128), DECODE (64), TYPES ("f32 F16 Q8_0 Q4_0 Q4_K_M"),
+# QUILL_FLAGS (more quill-compile flags, e.g. "--kv-type f16", the cache
+# type llama.cpp takes by default; artifacts are kept in WORK by name, so
+# give each set of flags its own WORK).
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -x "$1/llama-bench" ]]; then
@@ -49,7 +52,7 @@ for shape in "${SHAPES[@]}"; do
   for type in "${TYPES[@]}"; do
     [[ $type == f32 || -f $base-$type.gguf ]] ||
       "$LLAMA/llama-quantize" "$base-f32.gguf" "$base-$type.gguf" "$type" >"$base-$type-quantize.log" 2>&1
-    [[ -f $base-$type.qm ]] || "$QUILL/quill-compile" "$base-$type.gguf" -o "$base-$type.qm"
+    [[ -f $base-$type.qm ]] || "$QUILL/quill-compile" "$base-$type.gguf" -o "$base-$type.qm" ${QUILL_FLAGS:-}
   done
 done
 
