@@ -115,7 +115,10 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
   /// heads as one group of block x group over positions 0..pos+t0+block-1,
   /// each key and value row read once for all of them. A row's later
   /// positions are masked to -inf, so exp gives them exactly 0: its max,
-  /// sum and weighted sum (plus zeros) are those it has alone.
+  /// sum and weighted sum (plus zeros) are those it has alone, but for its
+  /// exponentials' last bits (which positions of the exp loop LLVM
+  /// vectorizes, libmvec, and which fall in the scalar tail, libm, moves
+  /// with the loop's length).
   /// [block, group * head_dim].
   Value attendRows(OpBuilder &b, Location loc, AttentionOp op, Value t0, int64_t block,
                    Value head) const {

@@ -28,7 +28,8 @@ LogicalResult verifyBlockWeightsHaveBytes(Operation *root) {
           // the bytes of their own block operands.
           Operation *producer = value.getDefiningOp();
           if (!isBlockQuantized(value.getType()) ||
-              (producer && isa<QuillDialect>(producer->getDialect()) && !isa<WeightOp>(producer)))
+              (producer && isa_and_nonnull<QuillDialect>(producer->getDialect()) &&
+               !isa<WeightOp>(producer)))
             continue;
           op->emitError("operand #")
               << operand.getOperandNumber() << " (" << value.getType()

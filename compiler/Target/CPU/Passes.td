@@ -45,8 +45,9 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
       [8, head_dim] tiles and keeps the weighted sums in registers;
     - attention over heads of 24 or more (a multiple of 8) reads each key
       row once in vectors widened from the cache's type, sums a tile of 16
-      positions' partial products by a transpose-add tree into one vector
-      of scores per query head, and keeps the weighted sums in registers;
+      positions' partial products (8 where the head is no multiple of 16)
+      by a transpose-add tree into one vector of scores per query head,
+      and keeps the weighted sums in registers;
       a prefill takes blocks of query rows together at each kv head
       (`attention-row-blocks`), their later positions masked to -inf;
     - `quill.rope` over a batch step's live rows builds its cos/sin table

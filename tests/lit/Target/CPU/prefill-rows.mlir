@@ -91,6 +91,35 @@ func.func @attention_row_blocks(%q: tensor<4x128xf32>, %k: tensor<32x64xf16>, %v
 
 // -----
 
+// Two blocks of 4 rows over a tile of kv heads [%b, %e): block i starts at
+// row t0 = 4i, its scores run to pos + t0 + 4 and entry e masks the
+// positions past pos + t0 + e / 2; the query is read at the kv head's
+// absolute column ((%b + k) x 64), the result stored at the tile's (k x 64).
+// CHECK-LABEL: func.func @attention_two_row_blocks
+// CHECK-SAME: %[[POS:[^:]*]]: index, %[[B:[^:]*]]: index, %[[E:[^:]*]]: index
+// CHECK: scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1
+// CHECK: %[[HEAD:.*]] = arith.addi %[[B]], %[[K]]
+// CHECK: %[[COL:.*]] = arith.muli %[[K]], %c64
+// CHECK: scf.for %[[I:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[T0:.*]] = arith.muli %[[I]], %c4
+// CHECK: %[[FIRST:.*]] = arith.addi %[[POS]], %[[T0]]
+// CHECK: %[[END:.*]] = arith.addi %[[FIRST]], %c4
+// CHECK: %[[QCOL:.*]] = arith.muli %[[HEAD]], %c64
+// CHECK: tensor.extract_slice %{{.*}}[%[[T0]], %[[QCOL]]] [4, 64] [1, 1] : tensor<8x128xf32> to tensor<4x64xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[HEAD]], 0] [%[[END]], 1, 32]
+// CHECK: %[[E2:.*]] = linalg.index 1
+// CHECK: %[[P:.*]] = linalg.index 2
+// CHECK: %[[ROW:.*]] = arith.divui %[[E2]], %c2
+// CHECK: %[[LAST:.*]] = arith.addi %[[FIRST]], %[[ROW]]
+// CHECK: arith.cmpi ugt, %[[P]], %[[LAST]]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[T0]], %[[COL]]] [4, 64] [1, 1] : tensor<4x64xf32> into tensor<8x?xf32>
+func.func @attention_two_row_blocks(%q: tensor<8x128xf32>, %k: tensor<32x64xf16>, %v: tensor<32x64xf16>, %pos: index, %b: index, %e: index) -> tensor<8x?xf32> {
+  %o = quill.attention %q, %k, %v at %pos tile[%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64} : tensor<8x128xf32>, tensor<32x64xf16>, tensor<32x64xf16> -> tensor<8x?xf32>
+  return %o : tensor<8x?xf32>
+}
+
+// -----
+
 // Rotary embedding of rows: row t is at position pos + t.
 // CHECK-LABEL: func.func @rope_rows
 // CHECK-SAME: %[[POS:[^:]*]]: index
