@@ -111,6 +111,43 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   }
 
+  /// Positions [first, first + positions) of kv heads [begin, begin +
+  /// units) of `cache`, viewed as [position, kv head, head width]
+  /// (headsView: elements, or a Q8_0 head's bytes).
+  static Value cacheHeads(OpBuilder &b, Location loc, Value cache, AttentionOp op,
+                          OpFoldResult first, OpFoldResult begin, OpFoldResult positions,
+                          OpFoldResult units) {
+    const int64_t headDim = op.getHeadDim();
+    Value view = headsView(b, loc, cache, op.getNumKvHeads(), headDim);
+    return tensor::ExtractSliceOp::create(
+        b, loc, view, ArrayRef<OpFoldResult>{first, begin, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{positions, units, b.getIndexAttr(headWidth(cache, headDim))},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+
+  /// `query` ([units, heads, d], at most [maxUnits, heads, d]) attending to
+  /// `keys` and `values` (cacheHeads views of `positions` rows):
+  /// scores[k, g, t] = q[k, g, :] . K[t, k, :] (rewritten by `maskScores`
+  /// where given), softmax over t, the probability-weighted sum of V rows.
+  /// [units, heads, d].
+  Value softmaxAttention(OpBuilder &b, Location loc, AttentionOp op, Value query, Value keys,
+                         Value values, int64_t maxUnits, OpFoldResult units, int64_t heads,
+                         OpFoldResult positions,
+                         llvm::function_ref<Value(Value)> maskScores) const {
+    const int64_t headDim = op.getHeadDim();
+    const int64_t context = op.getKeys().getType().getDimSize(0);
+    Value scores = scratchSlice(b, loc, {maxUnits, heads, context},
+                                {units, b.getIndexAttr(heads), positions}, 0.0f);
+    query = scaleQuery(b, loc, query, maxUnits, heads, units, headDim);
+    scores = builder->attentionScores(b, loc, query, keys, scores);
+    if (maskScores)
+      scores = maskScores(scores);
+    auto [exps, sums] = softmaxNumerators(b, loc, scores, maxUnits, heads, units); // Unnormalized.
+    Value out = scratchSlice(b, loc, {maxUnits, heads, headDim},
+                             {units, b.getIndexAttr(heads), b.getIndexAttr(headDim)}, 0.0f);
+    return divideRows(b, loc, builder->attentionWeightedSum(b, loc, exps, values, out), sums);
+  }
+
   /// Query rows [t0, t0 + block) at kv head `head`, together: their query
   /// heads as one group of block x group over positions 0..pos+t0+block-1,
   /// each key and value row read once for all of them. A row's later
@@ -126,7 +163,6 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
     const int64_t entries = block * group, rowWidth = group * headDim;
-    const int64_t context = op.getKeys().getType().getDimSize(0);
     auto f32 = b.getF32Type();
     auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
     Value firstPosition = arith::AddIOp::create(b, loc, op.getPos(), t0);
@@ -145,35 +181,25 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
         tensor::CollapseShapeOp::create(b, loc, rowsQuery,
                                         SmallVector<ReassociationIndices>{{0, 1}}),
         SmallVector<ReassociationIndices>{{0, 1, 2}});
-    auto cacheView = [&](Value cache) {
-      Value view = headsView(b, loc, cache, kvHeads, headDim);
-      return tensor::ExtractSliceOp::create(
-                 b, loc, view, ArrayRef<OpFoldResult>{index(0), head, index(0)},
-                 ArrayRef<OpFoldResult>{positions, index(1), index(headWidth(cache, headDim))},
-                 ArrayRef<OpFoldResult>{index(1), index(1), index(1)})
-          .getResult();
-    };
-    Value scores =
-        scratchSlice(b, loc, {1, entries, context}, {index(1), index(entries), positions}, 0.0f);
-    query = scaleQuery(b, loc, query, 1, entries, index(1), headDim);
-    scores = builder->attentionScores(b, loc, query, cacheView(op.getKeys()), scores);
     // Entry e (row e / group) sees positions up to firstPosition + e / group.
-    scores = buildElementwise(
-        b, loc, ValueRange{}, scores, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value e = linalg::IndexOp::create(nb, l, 1);
-          Value p = linalg::IndexOp::create(nb, l, 2);
-          Value last = arith::AddIOp::create(
-              nb, l, firstPosition,
-              arith::DivUIOp::create(nb, l, e, arith::ConstantIndexOp::create(nb, l, group)));
-          Value later = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, p, last);
-          Value minusInfinity = f32Constant(nb, l, -std::numeric_limits<float>::infinity());
-          return arith::SelectOp::create(nb, l, later, minusInfinity, args[0]);
-        });
-    auto [exps, sums] = softmaxNumerators(b, loc, scores, 1, entries, index(1)); // Unnormalized.
-    Value out = scratchSlice(b, loc, {1, entries, headDim},
-                             {index(1), index(entries), index(headDim)}, 0.0f);
-    out = divideRows(
-        b, loc, builder->attentionWeightedSum(b, loc, exps, cacheView(op.getValues()), out), sums);
+    auto maskLater = [&](Value scores) {
+      return buildElementwise(
+          b, loc, ValueRange{}, scores, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value e = linalg::IndexOp::create(nb, l, 1);
+            Value p = linalg::IndexOp::create(nb, l, 2);
+            Value last = arith::AddIOp::create(
+                nb, l, firstPosition,
+                arith::DivUIOp::create(nb, l, e, arith::ConstantIndexOp::create(nb, l, group)));
+            Value later = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, p, last);
+            Value minusInfinity = f32Constant(nb, l, -std::numeric_limits<float>::infinity());
+            return arith::SelectOp::create(nb, l, later, minusInfinity, args[0]);
+          });
+    };
+    OpFoldResult one = index(1), start = index(0);
+    Value keys = cacheHeads(b, loc, op.getKeys(), op, start, head, positions, one);
+    Value values = cacheHeads(b, loc, op.getValues(), op, start, head, positions, one);
+    Value out = softmaxAttention(b, loc, op, query, keys, values, /*maxUnits=*/1, one, entries,
+                                 positions, maskLater);
     return tensor::ExpandShapeOp::create(
         b, loc, RankedTensorType::get({block, rowWidth}, f32),
         tensor::CollapseShapeOp::create(b, loc, out, SmallVector<ReassociationIndices>{{0, 1, 2}}),
@@ -218,7 +244,6 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
-    const int64_t context = op.getKeys().getType().getDimSize(0);
     auto f32 = b.getF32Type();
     auto index = [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); };
     // Positions [first, pos]: all of them, or the sliding window's.
@@ -233,36 +258,18 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
       first = start;
     }
 
-    // Views: q as [kv head, group, d]; caches as [position, kv head, head
-    // width] (headsView: elements, or a Q8_0 head's bytes).
+    // q as [kv head, group, d], the tile's kv heads.
     Value query =
         tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
                                       queryVector, SmallVector<ReassociationIndices>{{0, 1, 2}});
-    auto cacheView = [&](Value cache) {
-      Value view = headsView(b, loc, cache, kvHeads, headDim);
-      return tensor::ExtractSliceOp::create(
-                 b, loc, view, ArrayRef<OpFoldResult>{first, begin, index(0)},
-                 ArrayRef<OpFoldResult>{positions, units, index(headWidth(cache, headDim))},
-                 ArrayRef<OpFoldResult>{index(1), index(1), index(1)})
-          .getResult();
-    };
     query = tensor::ExtractSliceOp::create(
         b, loc, query, ArrayRef<OpFoldResult>{begin, index(0), index(0)},
         ArrayRef<OpFoldResult>{units, index(group), index(headDim)},
         ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
-    Value keys = cacheView(op.getKeys());
-    Value values = cacheView(op.getValues());
-
-    // scores[k, g, t] = q[k, g, :] . K[t, k, :]; softmax over t; the
-    // probability-weighted sum of V rows.
-    Value scores =
-        scratchSlice(b, loc, {kvHeads, group, context}, {units, index(group), positions}, 0.0f);
-    query = scaleQuery(b, loc, query, kvHeads, group, units, headDim);
-    scores = builder->attentionScores(b, loc, query, keys, scores);
-    auto [exps, sums] = softmaxNumerators(b, loc, scores, kvHeads, group, units); // Unnormalized.
-    Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
-                             {units, index(group), index(headDim)}, 0.0f);
-    out = divideRows(b, loc, builder->attentionWeightedSum(b, loc, exps, values, out), sums);
+    Value keys = cacheHeads(b, loc, op.getKeys(), op, first, begin, positions, units);
+    Value values = cacheHeads(b, loc, op.getValues(), op, first, begin, positions, units);
+    Value out = softmaxAttention(b, loc, op, query, keys, values, kvHeads, units, group, positions,
+                                 /*maskScores=*/nullptr);
     return tensor::CollapseShapeOp::create(b, loc, out,
                                            SmallVector<ReassociationIndices>{{0, 1, 2}});
   }
