@@ -54,7 +54,7 @@ static ErrorOr<Schedule> readSchedule(mlir::quill::ScheduleOp op) {
     d.kernel = it->second;
     d.work = dispatch.getWork();
     d.grain = dispatch.getGrain();
-    d.liveRows = dispatch.getLiveRows();
+    d.liveRowUnits = dispatch.getLiveRows().value_or(0);
     if (std::optional<llvm::ArrayRef<int64_t>> writes = dispatch.getWrites()) {
       d.writes = 0;
       for (int64_t index : *writes)

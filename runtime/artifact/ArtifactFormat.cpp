@@ -131,7 +131,7 @@ std::vector<uint8_t> encodeSchedule(const Schedule &s) {
     w.put<uint32_t>(d.kernel);
     w.put<int64_t>(d.work);
     w.put<int64_t>(d.grain);
-    w.put<uint32_t>(d.liveRows ? 1u : 0u);
+    w.put<uint32_t>(static_cast<uint32_t>(d.liveRowUnits));
     w.put<uint64_t>(d.writes);
     w.put<uint32_t>(static_cast<uint32_t>(d.bindings.size()));
     for (const Binding &b : d.bindings)
@@ -169,10 +169,12 @@ ErrorOr<Schedule> decodeSchedule(const uint8_t *data, size_t size) {
     d.kernel = r.get<uint32_t>();
     d.work = r.get<int64_t>();
     d.grain = r.get<int64_t>();
-    uint32_t flags = r.get<uint32_t>();
-    if (flags > 1)
+    // Units per live row: 0 (not a live-row dispatch) or at most the
+    // work (the kernel's contract holds the exact count).
+    uint32_t rowUnits = r.get<uint32_t>();
+    if (rowUnits != 0 && (d.work <= 0 || rowUnits > d.work))
       return Status::error("schedule section is truncated or corrupt");
-    d.liveRows = flags == 1;
+    d.liveRowUnits = rowUnits;
     d.writes = r.get<uint64_t>();
     uint32_t bindingCount = r.get<uint32_t>();
     if (!r.ok() || bindingCount > r.remaining() / 20)
@@ -249,7 +251,7 @@ Status validateSchedule(const Schedule &s, const ModelConfig &config, const Batc
   }
   for (size_t i = 0; i < s.dispatches.size(); ++i) {
     const Dispatch &d = s.dispatches[i];
-    if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 || (d.liveRows && !batch) ||
+    if (d.kernel >= s.kernels.size() || d.work <= 0 || d.grain <= 0 || (d.liveRowUnits && !batch) ||
         d.bindings.empty() || d.bindings.size() > kMaxBindingsPerDispatch)
       return Status::error("schedule dispatch " + std::to_string(i) + " is malformed");
     for (const Binding &b : d.bindings) {

@@ -95,9 +95,10 @@ struct Dispatch {
   int64_t work = 1;
   int64_t grain = 1;
   std::vector<Binding> bindings;
-  /// The units are the batch step's token rows: only [0, min(work, live
-  /// rows)) runs (the kernel's first scalar is the live row count).
-  bool liveRows = false;
+  /// k > 0: the units are k per token row of the batch step, in row
+  /// order, and only [0, min(work, k * live rows)) runs (the kernel's
+  /// first scalar is the live row count); 0: all of [0, work) runs.
+  int64_t liveRowUnits = 0;
   /// Bit i set: the kernel writes bindings[i] (else it only reads it).
   uint64_t writes = ~uint64_t(0);
 };

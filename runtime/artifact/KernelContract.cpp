@@ -5,7 +5,7 @@
 namespace quill {
 
 std::vector<int64_t> kernelContractWords(const Dispatch &d) {
-  std::vector<int64_t> words = {kKernelContractVersion, d.work, d.liveRows ? 1 : 0,
+  std::vector<int64_t> words = {kKernelContractVersion, d.work, d.liveRowUnits,
                                 static_cast<int64_t>(d.writes),
                                 static_cast<int64_t>(d.bindings.size())};
   for (const Binding &b : d.bindings) {
@@ -56,8 +56,8 @@ Status checkDispatchContract(const Dispatch &d, size_t index, const std::string 
                          std::to_string(contract[0]));
   if (d.work != contract[1])
     return fail("work count", d.work, contract[1]);
-  if (int64_t(d.liveRows) != contract[2])
-    return fail("live-row flag", d.liveRows, contract[2]);
+  if (d.liveRowUnits != contract[2])
+    return fail("units per live row", d.liveRowUnits, contract[2]);
   if (static_cast<int64_t>(d.writes) != contract[3])
     return fail("writes mask", static_cast<int64_t>(d.writes), contract[3]);
   if (static_cast<int64_t>(d.bindings.size()) != contract[4])

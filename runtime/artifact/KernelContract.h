@@ -17,7 +17,8 @@ namespace quill {
 
 /// Each kernel K of a kernel library (the CPU's shared object, or the PTX of
 /// a CUDA artifact) exports `quill_contract_K`, an array of int64:
-/// kKernelContractVersion, units, live rows (0/1), the writes mask, the
+/// kKernelContractVersion, units, units per live row (0: not a batch
+/// step's live-row dispatch), the writes mask, the
 /// binding count n, then n pairs (memory space, bytes).
 constexpr const char *kKernelContractPrefix = "quill_contract_";
 /// The library also exports `quill_model_limits` (modelLimitWords): the

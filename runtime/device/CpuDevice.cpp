@@ -162,7 +162,7 @@ Status CpuDevice::resolve(const Schedule &schedule, CostStep step, std::vector<L
                   {},
                   d.work,
                   d.grain,
-                  d.liveRows,
+                  d.liveRowUnits,
                   false,
                   trace::intern(schedule.kernels[d.kernel]),
                   0,
@@ -215,7 +215,9 @@ void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, 
 void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
   {
     void *const *args = launch.pointers.data();
-    const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
+    const int64_t work = launch.liveRowUnits
+                             ? std::min<int64_t>(launch.work, int64_t(token) * launch.liveRowUnits)
+                             : launch.work;
     if (work <= 0)
       return;
     // The launch on the thread that issued it; its pieces on the workers.

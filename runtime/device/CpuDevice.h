@@ -59,7 +59,7 @@ private:
     KernelFn kernel;
     std::vector<void *> pointers;
     int64_t work, grain;
-    bool liveRows;           ///< Work is capped by the live rows (the token scalar).
+    int64_t liveRowUnits;    ///< > 0: work capped at this many units per live row (token).
     bool parallel;           ///< Big enough for the split to pay for itself.
     const std::string *name; ///< The kernel's symbol, in the artifact's schedule.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).

@@ -220,8 +220,8 @@ Status CudaDevice::resolve(const Schedule &schedule, CostStep step, std::vector<
   for (const Dispatch &d : schedule.dispatches) {
     const std::string &name = schedule.kernels[d.kernel];
     const Function &f = functions[name];
-    Launch launch{f.handle,   f.block, {}, d.work,
-                  d.liveRows, &name,   0,  findKernelCost(artifact_.kernelCosts(), step, name)};
+    Launch launch{f.handle,       f.block, {}, d.work,
+                  d.liveRowUnits, &name,   0,  findKernelCost(artifact_.kernelCosts(), step, name)};
     for (const Binding &b : d.bindings) {
       launch.pointers.push_back(address(b));
       launch.bytes += b.bytes;
@@ -246,7 +246,9 @@ Status CudaDevice::launchAll(const std::vector<Launch> &launches, int32_t token)
   std::vector<uint64_t> &values = launchValues_;
   std::vector<void *> &params = launchParams_;
   for (const Launch &launch : launches) {
-    const int64_t work = launch.liveRows ? std::min<int64_t>(launch.work, token) : launch.work;
+    const int64_t work = launch.liveRowUnits
+                             ? std::min<int64_t>(launch.work, int64_t(token) * launch.liveRowUnits)
+                             : launch.work;
     if (work <= 0)
       continue;
     // Kernel parameters: one pointer per binding, the step arguments, the work.
@@ -316,9 +318,9 @@ Status CudaDevice::run(const std::vector<Launch> &launches, void *&graph,
   // Graphs replay fixed work: a schedule bounded by live rows (a batch
   // step, which the CUDA target does not build) launches one by one.
   // Profiling times each launch between events: no graph then.
-  const bool replay =
-      cudaGraphs_ && !profile_ &&
-      std::none_of(launches.begin(), launches.end(), [](const Launch &l) { return l.liveRows; });
+  const bool replay = cudaGraphs_ && !profile_ &&
+                      std::none_of(launches.begin(), launches.end(),
+                                   [](const Launch &l) { return l.liveRowUnits != 0; });
   timed_.clear();
   hostStepArgs_[0] = token;
   hostStepArgs_[1] = pos;

@@ -59,7 +59,7 @@ private:
     unsigned block; ///< Threads per block: 128, or fewer if the kernel needs.
     std::vector<CudaDriver::DevicePtr> pointers;
     int64_t work;
-    bool liveRows;           ///< Work is capped by the token argument (rows in use).
+    int64_t liveRowUnits;    ///< > 0: work capped at this many units per row in use (token).
     const std::string *name; ///< The kernel's, for errors.
     uint64_t bytes;          ///< Its bindings' (for the profile's GB/s).
     const KernelCost *cost;  ///< The compiler's count of its work, or null.

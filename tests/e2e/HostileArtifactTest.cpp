@@ -171,6 +171,34 @@ TEST(HostileArtifact, KernelIndicesAndWritesMasksAreChecked) {
   EXPECT_NE(loadError(writeSections(sections, "writes")).find("writes mask"), std::string::npos);
 }
 
+TEST(HostileArtifact, UnitsPerLiveRowMustMatchTheKernels) {
+  // The batch step's paged attention runs several units per live row
+  // (slices of its kv heads): a schedule that claims another count (which
+  // would leave some live rows' heads uncomputed, or make a one-unit
+  // dispatch run more units than live rows) is refused by the contract.
+  std::vector<Section> original = readSections(goodArtifact());
+  Schedule batch =
+      scheduleIn(SectionKind::BatchSchedule, sectionOf(original, SectionKind::BatchSchedule).bytes);
+  int checked = 0, split = 0;
+  for (size_t i = 0; i < batch.dispatches.size(); ++i) {
+    const int64_t units = batch.dispatches[i].liveRowUnits;
+    if (units == 0)
+      continue;
+    split += units > 1;
+    std::vector<Section> sections = original;
+    Section &s = sectionOf(sections, SectionKind::BatchSchedule);
+    s.bytes = editSchedule(SectionKind::BatchSchedule, s.bytes, [&](Schedule &schedule) {
+      schedule.dispatches[i].liveRowUnits = units > 1 ? 1 : 2;
+    });
+    EXPECT_NE(loadError(writeSections(sections, "units")).find("units per live row"),
+              std::string::npos)
+        << "dispatch " << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_GT(split, 0) << "no dispatch splits its live rows";
+}
+
 TEST(HostileArtifact, ConfigAndBatchLayoutMustMatchTheKernels) {
   std::vector<Section> original = readSections(goodArtifact());
   auto withConfig = [&](const std::function<void(ModelConfig &)> &edit) {

@@ -225,7 +225,8 @@ TEST(ArtifactFormat, BatchScheduleAndDispatchFlagsRoundTrip) {
   ModelConfig c = tinyConfig();
   BatchSchedule batch;
   batch.schedule = tinySchedule();
-  batch.schedule.dispatches[1].liveRows = true;
+  // 8 units, 4 per live row (a row's kv heads, say).
+  batch.schedule.dispatches[1].liveRowUnits = 4;
   batch.schedule.dispatches[1].writes = 0b10;
   batch.layout.rows = 4;
   batch.layout.blockSize = 2;
@@ -244,13 +245,17 @@ TEST(ArtifactFormat, BatchScheduleAndDispatchFlagsRoundTrip) {
   EXPECT_EQ(decoded->layout.blockBytes, 64u);
   EXPECT_EQ(decoded->layout.tables.offset, 128u);
   ASSERT_EQ(decoded->schedule.dispatches.size(), 2u);
-  EXPECT_FALSE(decoded->schedule.dispatches[0].liveRows);
+  EXPECT_EQ(decoded->schedule.dispatches[0].liveRowUnits, 0);
   EXPECT_EQ(decoded->schedule.dispatches[0].writes, ~uint64_t(0));
-  EXPECT_TRUE(decoded->schedule.dispatches[1].liveRows);
+  EXPECT_EQ(decoded->schedule.dispatches[1].liveRowUnits, 4);
   EXPECT_EQ(decoded->schedule.dispatches[1].writes, 0b10u);
   // Every truncation is an error, never a crash.
   for (size_t n = 0; n < bytes.size(); ++n)
     EXPECT_FALSE(decodeBatchSchedule(bytes.data(), n).isOk()) << n << " bytes";
+  // More units per row than the work has are refused.
+  batch.schedule.dispatches[1].liveRowUnits = 9;
+  std::vector<uint8_t> uneven = encodeBatchSchedule(batch);
+  EXPECT_FALSE(decodeBatchSchedule(uneven.data(), uneven.size()).isOk());
   // A dispatch over live rows needs a batch layout.
   EXPECT_FALSE(validateSchedule(decoded->schedule, c).isOk());
 }

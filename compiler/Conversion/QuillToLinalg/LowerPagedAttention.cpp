@@ -1,5 +1,6 @@
-// quill.paged_attention -> per token row: scores block by block through the
-// row's block table, one softmax, the weighted sum block by block.
+// quill.paged_attention -> per token row (per unit of a row's slice of kv
+// heads when tiled): scores block by block through the row's block table, one softmax,
+// the weighted sum block by block.
 //
 // Each row reads only its own sequence's blocks in position order, so its
 // result is the same whatever the other rows of the batch are.
@@ -27,32 +28,50 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     PatternRewriter &b = rewriter;
     const int64_t rows = op.getQuery().getType().getDimSize(0);
     const int64_t width = op.getQuery().getType().getDimSize(1);
-    // Rows [begin, end) of the batch.
+    const int64_t kvHeads = op.getNumKvHeads();
+    // Untiled: every row, all its kv heads at once. Tiled: units [begin,
+    // end) of (row, slice of `heads` kv heads, as wide as the result's
+    // rows), unit u being slice u mod slices of row u / slices, so that a
+    // step of fewer rows than threads still splits.
     Value begin = arith::ConstantIndexOp::create(b, loc, 0);
     Value end = arith::ConstantIndexOp::create(b, loc, rows);
     OpFoldResult count = b.getIndexAttr(rows);
+    int64_t heads = kvHeads;
     if (op.isTiled()) {
       begin = op.getTile()[0];
       end = op.getTile()[1];
       count = arith::SubIOp::create(b, loc, end, begin).getResult();
+      heads = op.getType().getDimSize(1) / (width / kvHeads);
     }
+    const int64_t outWidth = width / kvHeads * heads;
     Value init = tensor::EmptyOp::create(
-        b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(width)}, b.getF32Type());
+        b, loc, ArrayRef<OpFoldResult>{count, b.getIndexAttr(outWidth)}, b.getF32Type());
+    Value slices = arith::ConstantIndexOp::create(b, loc, kvHeads / heads);
     auto loop = scf::ForOp::create(
         b, loc, begin, end, arith::ConstantIndexOp::create(b, loc, 1), ValueRange{init},
-        [&](OpBuilder &nb, Location l, Value t, ValueRange carried) {
-          Value flat = attendRow(nb, l, op, t);
-          Value at = arith::SubIOp::create(nb, l, t, begin);
-          Value out = insertRow(nb, l, flat, carried[0], at, nb.getIndexAttr(width));
+        [&](OpBuilder &nb, Location l, Value u, ValueRange carried) {
+          Value t = u;
+          OpFoldResult head = nb.getIndexAttr(0);
+          if (heads != kvHeads) {
+            t = arith::DivUIOp::create(nb, l, u, slices);
+            head = arith::MulIOp::create(nb, l, arith::RemUIOp::create(nb, l, u, slices),
+                                         arith::ConstantIndexOp::create(nb, l, heads))
+                       .getResult();
+          }
+          Value flat = attendRow(nb, l, op, t, head, heads);
+          Value at = arith::SubIOp::create(nb, l, u, begin);
+          Value out = insertRow(nb, l, flat, carried[0], at, nb.getIndexAttr(outWidth));
           scf::YieldOp::create(nb, l, ValueRange{out});
         });
     rewriter.replaceOp(op, castTo(b, loc, loop.getResult(0), op.getType()));
     return success();
   }
 
-  /// Row t's query over positions 0..positions[t] of its sequence: the
-  /// flattened [kv heads, group, head_dim] output.
-  Value attendRow(OpBuilder &b, Location loc, PagedAttentionOp op, Value t) const {
+  /// Row t's query over positions 0..positions[t] of its sequence, kv
+  /// heads [head, head + heads): the flattened [heads, group, head_dim]
+  /// output.
+  Value attendRow(OpBuilder &b, Location loc, PagedAttentionOp op, Value t, OpFoldResult head,
+                  int64_t heads) const {
     const int64_t kvHeads = op.getNumKvHeads();
     const int64_t group = op.getNumHeads() / kvHeads;
     const int64_t headDim = op.getHeadDim();
@@ -88,7 +107,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     Value query =
         tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({kvHeads, group, headDim}, f32),
                                       row, SmallVector<ReassociationIndices>{{0, 1, 2}});
-    query = scaleQuery(b, loc, query, kvHeads, group, index(kvHeads), headDim);
+    if (heads != kvHeads)
+      query = tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({heads, group, headDim}, f32), query,
+          ArrayRef<OpFoldResult>{head, index(0), index(0)},
+          ArrayRef<OpFoldResult>{index(heads), index(group), index(headDim)},
+          ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
+    query = scaleQuery(b, loc, query, heads, group, index(heads), headDim);
 
     // Block j of the sequence: positions [from, from + len) of it, from
     // slot `slot` of physical block tables[t, j] on (cache rows [len, kv
@@ -122,10 +147,9 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
       Type element = elementTypeOf(view);
       const int64_t perHead = headWidth(cache, headDim);
       return tensor::ExtractSliceOp::create(
-                 nb, l, RankedTensorType::get({ShapedType::kDynamic, kvHeads, perHead}, element),
-                 view,
-                 ArrayRef<OpFoldResult>{physical, r.slot, nb.getIndexAttr(0), nb.getIndexAttr(0)},
-                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(kvHeads),
+                 nb, l, RankedTensorType::get({ShapedType::kDynamic, heads, perHead}, element),
+                 view, ArrayRef<OpFoldResult>{physical, r.slot, head, nb.getIndexAttr(0)},
+                 ArrayRef<OpFoldResult>{nb.getIndexAttr(1), len, nb.getIndexAttr(heads),
                                         nb.getIndexAttr(perHead)},
                  ArrayRef<OpFoldResult>{nb.getIndexAttr(1), nb.getIndexAttr(1), nb.getIndexAttr(1),
                                         nb.getIndexAttr(1)})
@@ -134,14 +158,13 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
     auto scoreSlice = [&](OpBuilder &nb, Value scores, const BlockRange &r) {
       return std::make_pair(
           ArrayRef<OpFoldResult>{nb.getIndexAttr(0), nb.getIndexAttr(0), r.start}.vec(),
-          ArrayRef<OpFoldResult>{nb.getIndexAttr(kvHeads), nb.getIndexAttr(group), r.lenFold}
-              .vec());
+          ArrayRef<OpFoldResult>{nb.getIndexAttr(heads), nb.getIndexAttr(group), r.lenFold}.vec());
     };
     SmallVector<OpFoldResult> unitStrides(3, b.getIndexAttr(1));
 
     // scores[k, g, t] for all n positions, block by block.
     Value scores =
-        scratchSlice(b, loc, {kvHeads, group, context}, {index(kvHeads), index(group), n}, 0.0f);
+        scratchSlice(b, loc, {heads, group, context}, {index(heads), index(group), n}, 0.0f);
     auto scoreLoop = scf::ForOp::create(
         b, loc, firstBlock, blockCount, constant(1), ValueRange{scores},
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {
@@ -155,12 +178,12 @@ struct LowerPagedAttention : OpRewritePattern<PagedAttentionOp> {
           scf::YieldOp::create(nb, l, ValueRange{next});
         });
     std::pair<Value, Value> numerators =
-        softmaxNumerators(b, loc, scoreLoop.getResult(0), kvHeads, group, index(kvHeads));
+        softmaxNumerators(b, loc, scoreLoop.getResult(0), heads, group, index(heads));
     Value probs = numerators.first, sums = numerators.second;
 
     // out[k, g, d] accumulated block by block, in position order.
-    Value out = scratchSlice(b, loc, {kvHeads, group, headDim},
-                             {index(kvHeads), index(group), index(headDim)}, 0.0f);
+    Value out = scratchSlice(b, loc, {heads, group, headDim},
+                             {index(heads), index(group), index(headDim)}, 0.0f);
     auto sumLoop = scf::ForOp::create(
         b, loc, firstBlock, blockCount, constant(1), ValueRange{out},
         [&](OpBuilder &nb, Location l, Value j, ValueRange carried) {

@@ -483,6 +483,15 @@ LogicalResult PagedAttentionOp::verify() {
     return failure();
   if (!isTiled() && getResult().getType() != getQuery().getType())
     return emitOpError("result must have the query's type ") << getQuery().getType();
+  if (isTiled()) {
+    // A unit's row is a slice of whole kv heads, the same for every unit.
+    const int64_t perKvHead = width / kvHeads;
+    const int64_t out = getResult().getType().getDimSize(1);
+    if (ShapedType::isDynamic(out) || out <= 0 || out % perKvHead != 0 ||
+        kvHeads % (out / perKvHead) != 0)
+      return emitOpError("a tile's result rows of ") << out << " elements are no equal slice of "
+                                                     << kvHeads << " kv heads of " << perKvHead;
+  }
   return verifyBatchRows(*this, getQuery(), getTables(), getPositions());
 }
 
@@ -580,6 +589,10 @@ LogicalResult AttentionMergeOp::verify() {
 LogicalResult DispatchOp::verify() {
   if (getWork() <= 0 || getGrain() <= 0)
     return emitOpError("work and grain must be positive");
+  if (std::optional<int64_t> units = getLiveRows();
+      units && (*units <= 0 || getWork() % *units != 0))
+    return emitOpError("live_rows must be a positive divisor of the work: ")
+           << *units << " units per row of " << getWork();
   for (Attribute attr : getBindings()) {
     auto binding = cast<BindingAttr>(attr);
     StringRef space = binding.getSpace();

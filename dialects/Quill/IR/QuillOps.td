@@ -497,7 +497,10 @@ def Quill_PagedAttentionOp : Quill_Op<"paged_attention",
     (scores scaled by `1/sqrt(head_dim)`, softmax, weighted sum of values,
     as `quill.attention`). Rows never see each other, so a row's result
     does not depend on the rest of the batch. Inside a kernel,
-    `tile [%b, %e]` restricts the op to rows `[b, e)`. With `window = W`
+    `tile [%b, %e]` restricts the op to units `[b, e)` of (row, slice of
+    kv heads): with s slices of num_kv_heads / s kv heads each (the tiled
+    result's rows are width / s wide), unit u is slice u mod s of row
+    u / s: row u - b of the [e - b, width / s] result. With `window = W`
     a row attends to its last W positions only and never reads the blocks
     before them (the runtime may have freed them).
 
@@ -653,8 +656,9 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
     The runtime calls `kernel(bindings, token, pos, begin, end)` for disjoint
     ranges `[begin, end)` covering `[0, work)`, each a multiple of `grain`
     long except the last, possibly in parallel. Results do not depend on how
-    the range is split. With `live_rows` (batch step) the units are token
-    rows and only the live ones run: `[0, min(work, rows))`. `writes` lists
+    the range is split. With `live_rows = k` (batch step) the units are k
+    per token row, in row order, and only the live rows' run:
+    `[0, min(work, k * rows))`. `writes` lists
     the bindings the kernel writes (the others it only reads; without it,
     every binding counts as written): the runtime runs consecutive
     dispatches that do not touch each other's writes concurrently.
@@ -665,7 +669,7 @@ def Quill_DispatchOp : Quill_Op<"dispatch", [HasParent<"ScheduleOp">]> {
   }];
   let arguments = (ins FlatSymbolRefAttr:$kernel,
                        TypedArrayAttrBase<Quill_BindingAttr, "bindings">:$bindings,
-                       I64Attr:$work, I64Attr:$grain, UnitAttr:$live_rows,
+                       I64Attr:$work, I64Attr:$grain, OptionalAttr<I64Attr>:$live_rows,
                        OptionalAttr<DenseI64ArrayAttr>:$writes);
   let assemblyFormat = [{
     $kernel `(` $bindings `)` `work` `(` $work `,` $grain `)` (`writes` $writes^)? attr-dict

@@ -127,7 +127,8 @@ void OutlineKernelsPass::runOnOperation() {
     b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
     for (auto &[kernel, bindings, tiling, writes, loc] : launches)
       DispatchOp::create(b, loc, kernel, b.getArrayAttr(bindings), tiling.work, tiling.grain,
-                         tiling.liveRows, b.getDenseI64ArrayAttr(writes));
+                         tiling.liveRows ? b.getI64IntegerAttr(tiling.splitRows) : IntegerAttr(),
+                         b.getDenseI64ArrayAttr(writes));
   }
   for (func::FuncOp function : steps)
     function.erase();

@@ -20,11 +20,17 @@ namespace mlir::quill {
 struct Tiling {
   int64_t work = 1, grain = 1, rowsPerUnit = 0; // rowsPerUnit 0: not tiled.
   bool leading = false;                         ///< Units are rows of the result, not columns.
-  bool liveRows = false; ///< Units are a batch step's token rows: only live ones run.
+  /// Units are a batch step's token rows (splitRows of them per row): only
+  /// the live rows' run.
+  bool liveRows = false;
   /// > 1: the [T, width] result is tiled as [T * splitRows, width /
   /// splitRows] (units are parts of rows, contiguous in memory).
   int64_t splitRows = 1;
 };
+
+/// How many units a row of quill.paged_attention splits into: slices of
+/// its kv heads, at most 4, dividing them.
+int64_t pagedAttentionSlices(int64_t kvHeads);
 
 /// The tiling of `op`: its default, or the split a target marked on it
 /// (`quill.units`).

@@ -499,6 +499,18 @@ func.func @paged_attention_width(%q: tensor<4x16xf32>, %k: tensor<64x16x6xf32>,
 
 // -----
 
+// Paged attention tiled: a unit's result row is an equal slice of the kv
+// heads (here 3 kv heads of 8 elements: rows of 16 take two of them).
+func.func @paged_attention_slice(%q: tensor<4x24xf32>, %k: tensor<64x16x12xf32>,
+                                 %t: tensor<4x2xi32>, %p: tensor<4xi32>, %b: index, %e: index) {
+  // expected-error @+1 {{'quill.paged_attention' op a tile's result rows of 16 elements are no equal slice of 3 kv heads of 8}}
+  %o = quill.paged_attention %q, %k, %k through %t at %p tile [%b, %e] {num_heads = 6 : i64, num_kv_heads = 3 : i64}
+      : tensor<4x24xf32>, tensor<64x16x12xf32>, tensor<4x2xi32>, tensor<4xi32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 // Per-row rotary positions need as many rows as the input.
 func.func @rope_positions_rows(%x: tensor<4x8xf32>, %p: tensor<3xi32>) {
   // expected-error @+1 {{'quill.rope' op per-row positions need [T, width] input of as many rows, got 'tensor<4x8xf32>' and 'tensor<3xi32>'}}

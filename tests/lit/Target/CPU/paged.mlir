@@ -72,6 +72,37 @@ func.func @paged_attention(%q: tensor<4x16xf32>, %k: tensor<64x16x8xf32>, %v: te
 
 // -----
 
+// paged_attention tiled: units [b, e) of (row, kv head), unit u being kv head
+// u mod 2 of row u / 2 (one sequence's row splits between threads). Each
+// unit scales its head's query slice, slices that head's [len, 1, 4] rows
+// out of each block, and writes row u - b of the [e - b, 8] result.
+// CHECK-LABEL: func.func @paged_attention_units
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<4x16xf32>, %[[K:[^:]+]]: tensor<64x16x8xf32>, %{{[^:]+}}: tensor<64x16x8xf32>, %[[TABLES:[^:]+]]: tensor<4x2xi32>, %[[POS:[^:]+]]: tensor<4xi32>, %[[B:[^:]+]]: index, %[[E:[^:]+]]: index)
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[N:.*]] = arith.subi %[[E]], %[[B]]
+// CHECK: %[[INIT:.*]] = tensor.empty(%[[N]]) : tensor<?x8xf32>
+// CHECK: scf.for %[[U:[^ ]+]] = %[[B]] to %[[E]] step %{{.*}} iter_args(%{{.*}} = %[[INIT]])
+// CHECK: %[[T:.*]] = arith.divui %[[U]], %[[C2]]
+// CHECK: %[[H:.*]] = arith.remui %[[U]], %[[C2]]
+// CHECK: tensor.extract %[[POS]][%[[T]]]
+// CHECK: tensor.extract_slice %[[Q]][%[[T]], 0] [1, 16]
+// CHECK: tensor.extract_slice %{{.*}}[%[[H]], 0, 0] [1, 2, 4] [1, 1, 1] : tensor<2x2x4xf32> to tensor<1x2x4xf32>
+// CHECK: scf.for %[[J:[^ ]+]] =
+// CHECK: tensor.extract %[[TABLES]][%[[T]], %[[J]]]
+// CHECK: %[[KVIEW:.*]] = tensor.expand_shape %[[K]]
+// CHECK: tensor.extract_slice %[[KVIEW]][%{{.*}}, 0, %[[H]], 0] [1, %{{.*}}, 1, 4] [1, 1, 1, 1] : tensor<64x16x2x4xf32> to tensor<?x1x4xf32>
+// CHECK: math.exp
+// CHECK: %[[AT:.*]] = arith.subi %[[U]], %[[B]]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[AT]], 0] [1, 8]
+func.func @paged_attention_units(%q: tensor<4x16xf32>, %k: tensor<64x16x8xf32>, %v: tensor<64x16x8xf32>,
+                                 %tables: tensor<4x2xi32>, %pos: tensor<4xi32>, %b: index, %e: index) -> tensor<?x8xf32> {
+  %o = quill.paged_attention %q, %k, %v through %tables at %pos tile [%b, %e] {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+      : tensor<4x16xf32>, tensor<64x16x8xf32>, tensor<4x2xi32>, tensor<4xi32> -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
 // rope with per-row positions: row t rotates by positions[t].
 // CHECK-LABEL: func.func @rope_positions
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[POS:[^:]+]]: tensor<4xi32>)

@@ -32,7 +32,7 @@ module {
 module {
   quill.schedule "batch" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 32>,
       scratch_bytes = 320 : i64, weight_bytes = 2048 : i64, weight_offsets = {}} {
-    quill.dispatch @rows_8([#quill.binding<"scratch", 0, 32>]) work(8, 1) writes [0] {live_rows}
+    quill.dispatch @rows_8([#quill.binding<"scratch", 0, 32>]) work(8, 1) writes [0] {live_rows = 1 : i64}
   }
   func.func @rows_8(%x: memref<8xf32>, %token: index, %pos: index, %begin: index, %end: index)
       attributes {quill.kernel, quill.warp_lanes = 32 : i64} {

@@ -4,17 +4,18 @@
 // other into the input buffer (listed as the schedule's inputs); the paged
 // caches bind sections of the runtime's pool (2 * layer + kind, one block's
 // bytes); the paged write updates the pool in place (no result binding;
-// `writes` names the pool binding); paged attention is split over the live
-// token rows, and so is the norm (its live rows); the index arguments (rows,
-// logit rows) become the kernels' two scalar parameters.
+// `writes` names the pool binding); paged attention is split over slices of
+// the live token rows' kv heads (here 2 per row: `live_rows = 2`), the norm
+// over its live rows; the index arguments (rows, logit rows) become the
+// kernels' two scalar parameters.
 // CHECK: quill.schedule "batch"
 // CHECK-SAME: inputs = [#quill.binding<"input", 0, 16>, #quill.binding<"input", 64, 16>, #quill.binding<"input", 128, 32>]
 // CHECK: quill.dispatch @embeddings_16x8_4([#quill.binding<"weights", 0, 512>, #quill.binding<"input", 0, 16>, #quill.binding<"scratch", 0, 128>])
 // CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 0, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1) writes [1]
 // CHECK: quill.dispatch @paged_kv_write_4x8_64x4x8_4x2_4([#quill.binding<"scratch", 0, 128>, #quill.binding<"kv_pool", 1, 128>, #quill.binding<"input", 128, 32>, #quill.binding<"input", 64, 16>]) work(1, 1) writes [1]
-// CHECK: quill.dispatch @paged_attention_{{.*}} work(4, 1) writes [5] {live_rows}
+// CHECK: quill.dispatch @paged_attention_{{.*}} work(8, 1) writes [5] {live_rows = 2 : i64}
 // The norm over live rows is split by rows, the live ones only.
-// CHECK: quill.dispatch @rmsnorm_4x8_8({{.*}}) work(4, 1) writes [2] {live_rows}
+// CHECK: quill.dispatch @rmsnorm_4x8_8({{.*}}) work(4, 1) writes [2] {live_rows = 1 : i64}
 // CHECK: quill.dispatch @logits_4x8_16x8
 // CHECK: func.func @paged_kv_write_4x8_64x4x8_4x2_4(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<64x4x8xf32>, %{{.*}}: memref<4x2xi32>, %{{.*}}: memref<4xi32>, %[[LIVE:[^:]+]]: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index)
 // CHECK: quill.paged_kv_write {{.*}} live %[[LIVE]]
