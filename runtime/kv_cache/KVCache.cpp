@@ -1,5 +1,6 @@
 // The single-sequence KV cache.
 #include "runtime/kv_cache/KVCache.h"
+#include "runtime/support/LargeBuffer.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,11 +15,9 @@ KVCache::KVCache(uint64_t bytes, int32_t capacity, bool hostMemory)
     : bytes_(bytes), capacity_(capacity) {
   if (!hostMemory)
     return;
-  uint64_t rounded = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
-  void *memory = std::aligned_alloc(64, rounded);
+  void *memory = allocateLargeBuffer(bytes);
   if (!memory)
     throw std::bad_alloc();
-  std::memset(memory, 0, rounded);
   memory_.reset(memory);
 }
 

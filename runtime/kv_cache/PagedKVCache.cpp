@@ -1,6 +1,7 @@
 // The paged KV cache: block pool, free list, reference counts and copy-on-write.
 #include "runtime/kv_cache/PagedKVCache.h"
 
+#include "runtime/support/LargeBuffer.h"
 #include "runtime/support/Trace.h"
 
 #include <algorithm>
@@ -60,11 +61,10 @@ ErrorOr<std::unique_ptr<PagedKVCache>> PagedKVCache::create(const PagedKVLayout 
   if (rounded > std::numeric_limits<size_t>::max())
     return Status::error("paged KV cache: " + std::to_string(bytes) +
                          " bytes do not fit in this address space");
-  void *memory = std::aligned_alloc(kAlignment, size_t(rounded));
+  void *memory = allocateLargeBuffer(size_t(rounded));
   if (!memory)
     return Status::error("paged KV cache: cannot allocate " + std::to_string(bytes) +
                          " bytes for " + std::to_string(numBlocks) + " blocks");
-  std::memset(memory, 0, size_t(rounded));
   return std::unique_ptr<PagedKVCache>(new PagedKVCache(layout, numBlocks, memory));
 }
 

@@ -19,6 +19,18 @@ TEST(KVCache, StartsEmptyZeroedAndAligned) {
     ASSERT_EQ(bytes[i], 0) << i;
 }
 
+TEST(KVCache, ALargeCacheIsHugePageAlignedAndZeroed) {
+  // 3 MiB + 1: aligned to 2 MiB, so that huge pages can back it; zeroed
+  // to its last byte.
+  const uint64_t bytes = (uint64_t(3) << 20) + 1;
+  KVCache cache(bytes, 16);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.data()) % (uintptr_t(2) << 20), 0u);
+  const auto *data = static_cast<const uint8_t *>(cache.data());
+  for (uint64_t i = 0; i < bytes; i += 4093)
+    ASSERT_EQ(data[i], 0) << i;
+  EXPECT_EQ(data[bytes - 1], 0);
+}
+
 TEST(KVCache, AppendsPositionsInOrderUntilFull) {
   KVCache cache(64, 3);
   for (int expected = 0; expected < 3; ++expected) {
