@@ -33,14 +33,17 @@ def Quill_WeightPackAttr : Quill_Attr<"WeightPack", "weight_pack"> {
     With `scale`, every row's columns are multiplied by the named vector
     (an RMSNorm weight folded into the layer that follows it).
 
-    Example: `#quill.weight_pack<4096, "concat", ["l.wq", "l.wk", "l.wv"], scale "l.attention_norm">`
+    With `row_groups L`, the pack's rows are stored in groups of L
+    (`#quill.row_groups`).
+
+    Example: `#quill.weight_pack<4096, "concat", ["l.wq", "l.wk", "l.wv"] scale "l.attention_norm">`
   }];
   let parameters = (ins "int64_t":$offset, StringRefParameter<"layout">:$layout,
                         "::mlir::ArrayAttr":$parts,
                         OptionalParameter<"::mlir::StringAttr">:$scale,
                         DefaultValuedParameter<"int64_t", "0">:$row_groups);
   let assemblyFormat = [{
-    `<` $offset `,` $layout `,` $parts (`,` `scale` $scale^)? (`,` `row_groups` $row_groups^)? `>`
+    `<` $offset `,` $layout `,` $parts (`scale` $scale^)? (`row_groups` $row_groups^)? `>`
   }];
 }
 

@@ -22,10 +22,15 @@ func.func @fused_forms(%x: tensor<8xf32>, %b: index, %e: index) {
   return
 }
 
+// A pack with a scale, with row groups, and with both (each clause its own
+// keyword, so that either parses alone).
 // CHECK-LABEL: quill.schedule "packed"
-// CHECK-SAME: weight_packs = [#quill.weight_pack<64, "interleave", ["w1", "w3"]>]
+// CHECK-SAME: weight_packs = [#quill.weight_pack<64, "interleave", ["w1", "w3"]>, #quill.weight_pack<320, "concat", ["wq", "wk"] scale "norm">, #quill.weight_pack<576, "concat", ["wq", "wk"] row_groups 16>, #quill.weight_pack<832, "concat", ["wq", "wk"] scale "norm" row_groups 16>]
 quill.schedule "packed" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
     scratch_bytes = 64 : i64, weight_bytes = 4096 : i64, weight_offsets = {},
-    weight_packs = [#quill.weight_pack<64, "interleave", ["w1", "w3"]>]} {
+    weight_packs = [#quill.weight_pack<64, "interleave", ["w1", "w3"]>,
+                    #quill.weight_pack<320, "concat", ["wq", "wk"] scale "norm">,
+                    #quill.weight_pack<576, "concat", ["wq", "wk"] row_groups 16>,
+                    #quill.weight_pack<832, "concat", ["wq", "wk"] scale "norm" row_groups 16>]} {
   quill.dispatch @k([#quill.binding<"weights", 64, 256>]) work(1, 1)
 }
