@@ -5,28 +5,58 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
 namespace quill {
 
+namespace {
+
+/// With QUILL_KERNELS_DIR set, the kernel library is also written there as
+/// quill-kernels-PID.so and loaded from that file, so that profilers
+/// (`perf report`, `perf annotate`) find its symbols; a library loaded from
+/// an in-memory file has none they can read. The path, or "" when unset.
+ErrorOr<std::string> writeForProfilers(const uint8_t *elf, size_t size, const std::string &name) {
+  const char *dir = std::getenv("QUILL_KERNELS_DIR");
+  if (!dir || !*dir)
+    return std::string();
+  std::string path = std::string(dir) + "/quill-kernels-" + std::to_string(::getpid()) + ".so";
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(elf), std::streamsize(size));
+  out.close();
+  if (!out)
+    return Status::error(name + ": cannot write the kernel library to " + path +
+                         " (QUILL_KERNELS_DIR)");
+  return path;
+}
+
+} // namespace
+
 ErrorOr<KernelLibrary> KernelLibrary::load(const uint8_t *elf, size_t size,
                                            const std::string &name) {
-  int fd = memfd_create("quill-kernels", MFD_CLOEXEC);
-  if (fd < 0)
-    return Status::error(name + ": cannot create an in-memory file for the kernels");
-  size_t written = 0;
-  while (written < size) {
-    ssize_t n = ::write(fd, elf + written, size - written);
-    if (n <= 0) {
-      ::close(fd);
-      return Status::error(name + ": cannot stage the kernel library");
-    }
-    written += static_cast<size_t>(n);
-  }
-  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  ErrorOr<std::string> file = writeForProfilers(elf, size, name);
+  if (!file.isOk())
+    return file.status();
   KernelLibrary library;
-  library.fd_ = fd;
+  std::string path = *file;
+  if (path.empty()) {
+    int fd = memfd_create("quill-kernels", MFD_CLOEXEC);
+    if (fd < 0)
+      return Status::error(name + ": cannot create an in-memory file for the kernels");
+    size_t written = 0;
+    while (written < size) {
+      ssize_t n = ::write(fd, elf + written, size - written);
+      if (n <= 0) {
+        ::close(fd);
+        return Status::error(name + ": cannot stage the kernel library");
+      }
+      written += static_cast<size_t>(n);
+    }
+    path = "/proc/self/fd/" + std::to_string(fd);
+    library.fd_ = fd;
+  }
   library.handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library.handle_) {
     const char *why = dlerror();

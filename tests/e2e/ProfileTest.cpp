@@ -52,6 +52,41 @@ TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
   expectWholeSteps(*artifact, parseProfile(r.err), 8);
 }
 
+TEST(Profile, KernelsDirLoadsTheKernelsFromAFileProfilersCanRead) {
+  // QUILL_KERNELS_DIR: the kernel library is written there and loaded from
+  // that file (so `perf` can name its symbols); the run is the same.
+  std::string model = sharedModel("stories260K/stories260K.bin");
+  if (model.empty())
+    GTEST_SKIP() << "../shared/models/stories260K is absent";
+  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "kernels-dir");
+  ASSERT_FALSE(path.empty());
+  auto artifact = Artifact::open(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.message();
+  std::string dir = tempDir() + "/kernels-dir";
+  ASSERT_EQ(run("rm -rf " + quote(dir) + " && mkdir -p " + quote(dir)).exitCode, 0);
+  const std::string args = " " + quote(path) + " -n 16 --temp 0 --threads 1";
+  CommandResult plain = run(quote(tool("quill-run")) + args);
+  ASSERT_EQ(plain.exitCode, 0) << plain.err;
+  CommandResult filed =
+      run("QUILL_KERNELS_DIR=" + quote(dir) + " " + quote(tool("quill-run")) + args);
+  ASSERT_EQ(filed.exitCode, 0) << filed.err;
+  EXPECT_EQ(filed.out, plain.out);
+  // One quill-kernels-PID.so: an ELF file naming every kernel it runs.
+  CommandResult listing = run("ls " + quote(dir));
+  ASSERT_EQ(listing.exitCode, 0);
+  std::string name = listing.out.substr(0, listing.out.find('\n'));
+  EXPECT_EQ(name.rfind("quill-kernels-", 0), 0u) << name;
+  std::string library = readFile(dir + "/" + name);
+  ASSERT_GT(library.size(), 4u);
+  EXPECT_EQ(library.substr(0, 4), "\x7f"
+                                  "ELF");
+  for (const std::string &kernel : artifact->schedule().kernels)
+    EXPECT_NE(library.find(kernel), std::string::npos) << kernel;
+  // A directory that cannot be written: one line, a nonzero exit.
+  expectCleanFailure(run("QUILL_KERNELS_DIR=/nonexistent/dir " + quote(tool("quill-run")) + args),
+                     "cannot write the kernel library");
+}
+
 TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
   std::string model = sharedModel("stories260K/stories260K.bin");
   if (model.empty())
