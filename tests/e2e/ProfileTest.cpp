@@ -12,6 +12,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace quill::test {
@@ -38,11 +39,20 @@ void expectWholeSteps(const Artifact &artifact, const std::map<std::string, Prof
   EXPECT_GE(ran, steps);
 }
 
-TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
+/// stories260K compiled into NAME.qm (with `flags`): nullopt where
+/// ../shared lacks the model, "" where it did not compile.
+std::optional<std::string> compileStories(const std::string &name, const std::string &flags = "") {
   std::string model = sharedModel("stories260K/stories260K.bin");
   if (model.empty())
+    return std::nullopt;
+  return compileArtifact(model, sharedModel("stories260K/tok512.bin"), name, flags);
+}
+
+TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
+  std::optional<std::string> compiled = compileStories("profile-cpu");
+  if (!compiled)
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "profile-cpu");
+  const std::string path = *compiled;
   ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
@@ -55,10 +65,10 @@ TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
 TEST(Profile, KernelsDirLoadsTheKernelsFromAFileProfilersCanRead) {
   // QUILL_KERNELS_DIR: the kernel library is written there and loaded from
   // that file (so `perf` can name its symbols); the run is the same.
-  std::string model = sharedModel("stories260K/stories260K.bin");
-  if (model.empty())
+  std::optional<std::string> compiled = compileStories("kernels-dir");
+  if (!compiled)
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "kernels-dir");
+  const std::string path = *compiled;
   ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
@@ -88,11 +98,10 @@ TEST(Profile, KernelsDirLoadsTheKernelsFromAFileProfilersCanRead) {
 }
 
 TEST(Profile, CudaTimesEveryLaunchBetweenEvents) {
-  std::string model = sharedModel("stories260K/stories260K.bin");
-  if (model.empty())
+  std::optional<std::string> compiled = compileStories("profile-cuda", "--target=cuda");
+  if (!compiled)
     GTEST_SKIP() << "../shared/models/stories260K is absent";
-  std::string path = compileArtifact(model, sharedModel("stories260K/tok512.bin"), "profile-cuda",
-                                     "--target=cuda");
+  const std::string path = *compiled;
   ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
