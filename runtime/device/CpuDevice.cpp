@@ -3,6 +3,7 @@
 
 #include "runtime/artifact/KernelContract.h"
 #include "runtime/device/KernelWaves.h"
+#include "runtime/support/LargeBuffer.h"
 #include "runtime/support/Trace.h"
 
 #include <tbb/blocked_range.h>
@@ -37,18 +38,6 @@ CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_
     : artifact_(artifact), library_(std::move(library)), arena_(arena),
       kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen), scratch_(nullptr, std::free),
       input_(nullptr, std::free), batchInput_(nullptr, std::free) {}
-
-namespace {
-/// `bytes` of zeroed, 64-byte-aligned memory (at least one line).
-std::unique_ptr<uint8_t, void (*)(void *)> zeroedBuffer(uint64_t bytes) {
-  bytes = (std::max<uint64_t>(bytes, 64) + 63) / 64 * 64;
-  std::unique_ptr<uint8_t, void (*)(void *)> buffer(
-      static_cast<uint8_t *>(std::aligned_alloc(64, bytes)), std::free);
-  if (buffer)
-    std::memset(buffer.get(), 0, bytes);
-  return buffer;
-}
-} // namespace
 
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
@@ -94,21 +83,18 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   const BatchSchedule *batch = artifact.batchSchedule();
   if (batch) {
     scratchBytes = std::max(scratchBytes, batch->schedule.scratchBytes);
-    device->batchInput_ = zeroedBuffer(batch->schedule.inputBytes);
+    device->batchInput_.reset(
+        static_cast<uint8_t *>(allocateLargeBuffer(batch->schedule.inputBytes)));
     if (!device->batchInput_)
       return Status::error("cannot allocate the batch input buffer");
   }
-  scratchBytes = (std::max<uint64_t>(scratchBytes, 64) + 63) / 64 * 64;
-  device->scratch_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, scratchBytes)));
+  device->scratch_.reset(static_cast<uint8_t *>(allocateLargeBuffer(scratchBytes)));
   if (!device->scratch_)
     return Status::error("cannot allocate " + std::to_string(scratchBytes) + " bytes of scratch");
-  std::memset(device->scratch_.get(), 0, scratchBytes);
   if (prefill) {
-    uint64_t inputBytes = (std::max<uint64_t>(prefill->inputBytes, 64) + 63) / 64 * 64;
-    device->input_.reset(static_cast<int32_t *>(std::aligned_alloc(64, inputBytes)));
+    device->input_.reset(static_cast<int32_t *>(allocateLargeBuffer(prefill->inputBytes)));
     if (!device->input_)
       return Status::error("cannot allocate the prefill input buffer");
-    std::memset(device->input_.get(), 0, inputBytes);
     device->prefillChunk_ = prefill->tokens;
   }
 

@@ -1,5 +1,6 @@
-// Zeroed memory for the large buffers kernels stream (KV caches): backed by
-// transparent huge pages where the kernel allows them.
+// Zeroed memory for the buffers kernels read and write (KV caches, scratch,
+// step inputs): the large ones backed by transparent huge pages where the
+// kernel allows them.
 #pragma once
 
 #include <cstddef>

@@ -48,12 +48,20 @@ std::optional<std::string> compileStories(const std::string &name, const std::st
   return compileArtifact(model, sharedModel("stories260K/tok512.bin"), name, flags);
 }
 
-TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
-  std::optional<std::string> compiled = compileStories("profile-cpu");
-  if (!compiled)
-    GTEST_SKIP() << "../shared/models/stories260K is absent";
-  const std::string path = *compiled;
-  ASSERT_FALSE(path.empty());
+/// Tests over stories260K compiled for this CPU (once for them all).
+class StoriesOnCpu : public testing::Test {
+protected:
+  void SetUp() override {
+    static const std::optional<std::string> compiled = compileStories("profile-cpu");
+    if (!compiled)
+      GTEST_SKIP() << "../shared/models/stories260K is absent";
+    ASSERT_FALSE(compiled->empty());
+    path = *compiled;
+  }
+  std::string path;
+};
+
+TEST_F(StoriesOnCpu, ProfileCountsEveryLaunchOfEveryKernel) {
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
   CommandResult r =
@@ -62,14 +70,9 @@ TEST(Profile, CpuCountsEveryLaunchOfEveryKernel) {
   expectWholeSteps(*artifact, parseProfile(r.err), 8);
 }
 
-TEST(Profile, KernelsDirLoadsTheKernelsFromAFileProfilersCanRead) {
+TEST_F(StoriesOnCpu, KernelsDirLoadsTheKernelsFromAFileProfilersCanRead) {
   // QUILL_KERNELS_DIR: the kernel library is written there and loaded from
   // that file (so `perf` can name its symbols); the run is the same.
-  std::optional<std::string> compiled = compileStories("kernels-dir");
-  if (!compiled)
-    GTEST_SKIP() << "../shared/models/stories260K is absent";
-  const std::string path = *compiled;
-  ASSERT_FALSE(path.empty());
   auto artifact = Artifact::open(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.message();
   std::string dir = tempDir() + "/kernels-dir";

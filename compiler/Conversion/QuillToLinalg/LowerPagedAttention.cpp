@@ -1,6 +1,6 @@
 // quill.paged_attention -> per token row (per unit of a row's slice of kv
-// heads when tiled): scores block by block through the row's block table, one softmax,
-// the weighted sum block by block.
+// heads when tiled): scores block by block through the row's block table,
+// one softmax, the weighted sum block by block.
 //
 // Each row reads only its own sequence's blocks in position order, so its
 // result is the same whatever the other rows of the batch are.

@@ -28,10 +28,6 @@ struct Tiling {
   int64_t splitRows = 1;
 };
 
-/// How many units a row of quill.paged_attention splits into: slices of
-/// its kv heads, at most 4, dividing them.
-int64_t pagedAttentionSlices(int64_t kvHeads);
-
 /// The tiling of `op`: its default, or the split a target marked on it
 /// (`quill.units`).
 Tiling tilingOf(Operation *op, int64_t matvecGrain);

@@ -18,8 +18,8 @@ bool hasLiveRows(Operation *op) {
   return false;
 }
 
-} // namespace
-
+/// How many units a row of quill.paged_attention splits into: slices of
+/// its kv heads, at most 4, dividing them.
 int64_t pagedAttentionSlices(int64_t kvHeads) {
   constexpr int64_t kMostSlices = 4;
   int64_t slices = std::min(kMostSlices, kvHeads);
@@ -27,6 +27,8 @@ int64_t pagedAttentionSlices(int64_t kvHeads) {
     --slices;
   return slices;
 }
+
+} // namespace
 
 Tiling tilingOf(Operation *op, int64_t matvecGrain) {
   Tiling tiling;
