@@ -3,11 +3,32 @@
 
 #include "runtime/support/ByteStream.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace quill {
 
-ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
+namespace {
+
+/// Copies the weight section [offset, offset + size) of `file` into huge
+/// pages, in chunks, dropping each chunk's file pages once it is copied so
+/// that the resident set never holds much more than one copy.
+LargeBuffer copyWeights(const MappedFile &file, size_t offset, size_t size) {
+  LargeBuffer copy = LargeBuffer::allocate(size);
+  if (!copy)
+    return copy;
+  constexpr size_t kChunk = size_t(32) << 20;
+  for (size_t done = 0; done < size; done += kChunk) {
+    const size_t n = std::min(kChunk, size - done);
+    std::memcpy(copy.data() + done, file.data() + offset + done, n);
+    file.dropPages(offset + done, n);
+  }
+  return copy;
+}
+
+} // namespace
+
+ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, WeightPages pages) {
   auto fail = [&](const std::string &what) { return Status::error(path + ": " + what); };
   MappedFileWording wording;
   wording.cannotOpen = "cannot open artifact";
@@ -46,6 +67,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::KernelCosts);
   // Byte pointers: the table need not be aligned (memcpy reads the entries).
   const uint8_t *found[kLastKind + 1] = {};
+  // A copied weight section is checked on the copy, read once instead of twice.
+  int weightsIndex = -1;
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
     std::memcpy(&e, tablePtr + i * sizeof(SectionEntry), sizeof e);
@@ -59,7 +82,10 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
                   std::to_string(e.kind));
     found[e.kind] = tablePtr + i * sizeof(SectionEntry);
     bool isWeights = e.kind == uint32_t(SectionKind::Weights);
-    if ((!isWeights || verifyWeights) && checksum64(base + e.offset, e.size) != e.checksum)
+    if (isWeights)
+      weightsIndex = int(i);
+    bool checkNow = !isWeights || (verifyWeights && pages == WeightPages::Mapped);
+    if (checkNow && checksum64(base + e.offset, e.size) != e.checksum)
       return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
   }
   auto section = [&](SectionKind kind, const uint8_t *&data, size_t &size) {
@@ -141,6 +167,20 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights) {
   if (weightBytes != a.schedule_.weightBytes || reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
     return fail("weights section does not match the schedule (" + std::to_string(weightBytes) +
                 " bytes, schedule needs " + std::to_string(a.schedule_.weightBytes) + ")");
+  if (pages == WeightPages::Huge && !a.isCuda()) {
+    const size_t offset = size_t(a.weights_ - base);
+    a.weightCopy_ = copyWeights(a.file_, offset, weightBytes);
+    if (!a.weightCopy_)
+      return fail("cannot allocate " + std::to_string(weightBytes) +
+                  " bytes to copy the weights into (--mmap reads them in place)");
+    a.weights_ = a.weightCopy_.data();
+  }
+  if (verifyWeights && pages == WeightPages::Huge) {
+    SectionEntry e;
+    std::memcpy(&e, found[uint32_t(SectionKind::Weights)], sizeof e);
+    if (checksum64(a.weights_, weightBytes) != e.checksum)
+      return fail("section " + std::to_string(weightsIndex) + " is corrupt (checksum mismatch)");
+  }
   if (section(SectionKind::WeightTable, data, size)) {
     auto table = decodeWeightTable(data, size, weightBytes);
     if (!table)

@@ -1,10 +1,12 @@
 // A loaded artifact: the file mapped read-only, its sections checked and
-// decoded. Weights are used in place from the mapping.
+// decoded. Weights are used in place from the mapping, or from a copy in
+// huge pages.
 #pragma once
 
 #include "runtime/artifact/ArtifactFormat.h"
 #include "runtime/artifact/KernelCosts.h"
 #include "runtime/artifact/WeightTable.h"
+#include "runtime/support/LargeBuffer.h"
 #include "runtime/support/MappedFile.h"
 
 #include <cstddef>
@@ -15,11 +17,26 @@
 
 namespace quill {
 
+/// Where a CPU artifact's weights are read from once it is loaded.
+enum class WeightPages {
+  /// In place, from the file's mapping: 4 KiB pages of the page cache,
+  /// shared with every process that maps the same file.
+  Mapped,
+  /// From a private copy in transparent huge pages. A decode step streams
+  /// every weight once; over 2 MiB pages the hardware prefetcher is not
+  /// stopped at every 4 KiB boundary and no TLB walk is needed per page.
+  /// The file's pages are dropped from the resident set as they are copied,
+  /// so the process holds the weights once. A CUDA artifact keeps Mapped
+  /// (its weights are uploaded to the GPU).
+  Huge,
+};
+
 class Artifact {
 public:
   /// Maps and checks `path`: magic, version, size, section bounds, checksums
   /// (all sections, weights included, unless `verifyWeights` is false).
-  static ErrorOr<Artifact> open(const std::string &path, bool verifyWeights = true);
+  static ErrorOr<Artifact> open(const std::string &path, bool verifyWeights = true,
+                                WeightPages pages = WeightPages::Mapped);
 
   Artifact(Artifact &&other) = default;
   Artifact &operator=(Artifact &&other) = default;
@@ -49,6 +66,8 @@ public:
   bool isCuda() const { return ptx_ != nullptr; }
   /// The page-aligned weight blob.
   const uint8_t *weights() const { return weights_; }
+  /// Where weights() points: the file's mapping, or a copy in huge pages.
+  WeightPages weightPages() const { return weightCopy_ ? WeightPages::Huge : WeightPages::Mapped; }
   /// What the weight blob holds, tensor by tensor; empty when the artifact
   /// has no WeightTable section (one assembled by hand).
   const std::vector<WeightEntry> &weightTable() const { return weightTable_; }
@@ -60,8 +79,8 @@ public:
 private:
   Artifact() = default;
 
-  /// The whole file; every pointer below points into it, so moving the
-  /// artifact keeps them valid.
+  /// The whole file; every pointer below points into it (weights_ into
+  /// weightCopy_ when there is one), so moving the artifact keeps them valid.
   MappedFile file_;
   ModelConfig config_;
   Schedule schedule_;
@@ -78,6 +97,7 @@ private:
   const uint8_t *ptx_ = nullptr;
   size_t ptxSize_ = 0;
   const uint8_t *weights_ = nullptr;
+  LargeBuffer weightCopy_; ///< Empty unless the weights were copied (WeightPages::Huge).
   std::vector<WeightEntry> weightTable_;
   std::vector<KernelCost> kernelCosts_;
 };

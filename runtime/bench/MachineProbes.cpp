@@ -1,6 +1,7 @@
 // Bandwidth and FMA-peak probes. Measurement code, not model arithmetic: the
 // model's math always comes from compiled kernels.
 #include "runtime/bench/MachineProbes.h"
+#include "runtime/support/LargeBuffer.h"
 
 #include <tbb/parallel_for.h>
 
@@ -168,9 +169,12 @@ double measureReadBandwidth(tbb::task_arena &arena, int repeats) {
   // 512 MiB: far beyond any last-level cache here.
   const size_t totalFloats = size_t(512) << 20 >> 2;
   const size_t perThread = totalFloats / threads / kStreams / 16 * 16 * kStreams;
-  float *buffer = static_cast<float *>(std::aligned_alloc(64, totalFloats * sizeof(float)));
-  if (!buffer)
+  // In huge pages, as the KV caches and (unless --mmap) the weights are: the
+  // best stream this machine gives, not one slowed at every 4 KiB page.
+  LargeBuffer memory = LargeBuffer::allocate(totalFloats * sizeof(float));
+  if (!memory)
     return 0;
+  float *buffer = reinterpret_cast<float *>(memory.data());
   // First touch by the threads that will read it.
   arena.execute([&] {
     tbb::parallel_for(
@@ -194,7 +198,6 @@ double measureReadBandwidth(tbb::task_arena &arena, int repeats) {
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     best = std::max(best, double(perThread) * threads * sizeof(float) / seconds / 1e9);
   }
-  std::free(buffer);
   return best;
 }
 

@@ -7,8 +7,8 @@
 namespace quill {
 
 /// Streaming-read bandwidth in GB/s: every thread of `arena` reads its share
-/// of a buffer much larger than the caches, with several independent
-/// streams and vector loads. The best of `repeats` runs.
+/// of a buffer much larger than the caches (in huge pages), with several
+/// independent streams and vector loads. The best of `repeats` runs.
 double measureReadBandwidth(tbb::task_arena &arena, int repeats = 5);
 
 /// Peak fused multiply-add throughput in GFLOP/s (2 flops per lane per FMA)

@@ -159,7 +159,10 @@ std::string ModelBenchReport::toText() const {
       weights += (i ? ", " : " (") + weightBytesByType[i].first + " " +
                  byteSizeText(weightBytesByType[i].second);
     }
-    weights += ")\n";
+    weights += ")";
+    if (!weightPages.empty())
+      weights += weightPages == "huge" ? ", in huge pages" : ", read from the file's mapping";
+    weights += "\n";
   }
   weights += "kv cache: " + kvType + ", " + std::to_string(kvBytesPerToken) + " bytes per token\n";
   return weights + figuresText();
@@ -220,8 +223,10 @@ std::string ModelBenchReport::toJson() const {
   for (size_t i = 0; i < weightBytesByType.size(); ++i)
     out << (i ? "," : "") << '"' << weightBytesByType[i].first
         << "\":" << weightBytesByType[i].second;
-  out << "}"
-      << ",\"kv_type\":\"" << kvType << "\",\"kv_bytes_per_token\":" << kvBytesPerToken
+  out << "}";
+  if (!weightPages.empty())
+    out << ",\"weight_pages\":\"" << weightPages << '"';
+  out << ",\"kv_type\":\"" << kvType << "\",\"kv_bytes_per_token\":" << kvBytesPerToken
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS
       << ",\"decode_tokens_per_s\":" << decodeTokensPerS << ",\"bandwidth_gb_s\":" << bandwidthGBs

@@ -32,6 +32,9 @@ struct ModelBenchReport {
   /// bytes, and the bytes of each encoding present; empty without a table.
   std::string weightType;
   std::vector<std::pair<std::string, uint64_t>> weightBytesByType;
+  /// Where a CPU run reads the weights from: "huge" (a copy in huge pages)
+  /// or "mapped" (the file's pages, --mmap); empty when not known.
+  std::string weightPages;
   /// The KV cache's element type and the bytes one position adds to it
   /// (all layers, keys and values).
   std::string kvType = "f32";

@@ -36,8 +36,7 @@ std::string requiredFeatures(const std::string &target) {
 
 CpuDevice::CpuDevice(const Artifact &artifact, KernelLibrary library, tbb::task_arena &arena)
     : artifact_(artifact), library_(std::move(library)), arena_(arena),
-      kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen), scratch_(nullptr, std::free),
-      input_(nullptr, std::free), batchInput_(nullptr, std::free) {}
+      kvCache_(artifact.schedule().kvBytes, artifact.config().seqLen) {}
 
 ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
                                                       tbb::task_arena &arena) {
@@ -83,22 +82,21 @@ ErrorOr<std::unique_ptr<CpuDevice>> CpuDevice::create(const Artifact &artifact,
   const BatchSchedule *batch = artifact.batchSchedule();
   if (batch) {
     scratchBytes = std::max(scratchBytes, batch->schedule.scratchBytes);
-    device->batchInput_.reset(
-        static_cast<uint8_t *>(allocateLargeBuffer(batch->schedule.inputBytes)));
+    device->batchInput_ = LargeBuffer::allocate(batch->schedule.inputBytes);
     if (!device->batchInput_)
       return Status::error("cannot allocate the batch input buffer");
   }
-  device->scratch_.reset(static_cast<uint8_t *>(allocateLargeBuffer(scratchBytes)));
+  device->scratch_ = LargeBuffer::allocate(scratchBytes);
   if (!device->scratch_)
     return Status::error("cannot allocate " + std::to_string(scratchBytes) + " bytes of scratch");
   if (prefill) {
-    device->input_.reset(static_cast<int32_t *>(allocateLargeBuffer(prefill->inputBytes)));
+    device->input_ = LargeBuffer::allocate(prefill->inputBytes);
     if (!device->input_)
       return Status::error("cannot allocate the prefill input buffer");
     device->prefillChunk_ = prefill->tokens;
   }
 
-  uint8_t *prefillInput = reinterpret_cast<uint8_t *>(device->input_.get());
+  uint8_t *prefillInput = device->input_.data();
   if (Status s = device->resolve(artifact.schedule(), CostStep::Step, device->launches_,
                                  device->stepLogits_, prefillInput);
       !s)
@@ -127,7 +125,7 @@ Status CpuDevice::resolve(const Schedule &schedule, CostStep step, std::vector<L
     case MemorySpace::KVCache:
       return static_cast<uint8_t *>(kvCache_.data()) + b.offset;
     case MemorySpace::Scratch:
-      return scratch_.get() + b.offset;
+      return scratch_.data() + b.offset;
     case MemorySpace::Input:
       return input + b.offset;
     case MemorySpace::KVPool:
@@ -249,7 +247,7 @@ void CpuDevice::prefill(const int32_t *tokens, int32_t pos) {
   trace::Scope traced("step", "prefill step",
                       trace::enabled() ? trace::Args().add("pos", pos).add("tokens", prefillChunk_)
                                        : trace::Args());
-  std::memcpy(input_.get(), tokens, sizeof(int32_t) * prefillChunk_);
+  std::memcpy(input_.data(), tokens, sizeof(int32_t) * prefillChunk_);
   if (profile_)
     profile_->beginStep(prefillProfiledStep(pos, prefillChunk_, artifact_.config().slidingWindow));
   run(prefillLaunches_, prefillWaves_, /*token=*/0, pos);
@@ -272,7 +270,7 @@ Status CpuDevice::attachPagedCache(PagedKVCache &cache) {
     return Status::error("the paged KV cache does not match the artifact's batch step");
   batchLaunches_.clear();
   if (Status s = resolve(batch->schedule, CostStep::Batch, batchLaunches_, batchLogits_,
-                         batchInput_.get());
+                         batchInput_.data());
       !s)
     return s;
   size_t index = 0;
@@ -288,15 +286,15 @@ Status CpuDevice::attachPagedCache(PagedKVCache &cache) {
 
 int32_t *CpuDevice::batchTokens() {
   const BatchLayout *l = batchLayout();
-  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->tokens.offset) : nullptr;
+  return l ? reinterpret_cast<int32_t *>(batchInput_.data() + l->tokens.offset) : nullptr;
 }
 int32_t *CpuDevice::batchPositions() {
   const BatchLayout *l = batchLayout();
-  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->positions.offset) : nullptr;
+  return l ? reinterpret_cast<int32_t *>(batchInput_.data() + l->positions.offset) : nullptr;
 }
 int32_t *CpuDevice::batchTables() {
   const BatchLayout *l = batchLayout();
-  return l ? reinterpret_cast<int32_t *>(batchInput_.get() + l->tables.offset) : nullptr;
+  return l ? reinterpret_cast<int32_t *>(batchInput_.data() + l->tables.offset) : nullptr;
 }
 
 void CpuDevice::batchStep(int32_t rows, int32_t logitRows) {

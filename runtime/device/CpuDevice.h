@@ -6,6 +6,7 @@
 #include "runtime/device/Device.h"
 #include "runtime/device/KernelLibrary.h"
 #include "runtime/device/KernelProfile.h"
+#include "runtime/support/LargeBuffer.h"
 
 #include <tbb/task_arena.h>
 
@@ -83,10 +84,10 @@ private:
   KernelLibrary library_;
   tbb::task_arena &arena_;
   KVCache kvCache_;
-  std::unique_ptr<uint8_t, void (*)(void *)> scratch_;
-  std::unique_ptr<int32_t, void (*)(void *)> input_; ///< A prefill chunk's token ids.
+  LargeBuffer scratch_;
+  LargeBuffer input_; ///< A prefill chunk's token ids.
   /// The batch step's tokens, positions and block tables.
-  std::unique_ptr<uint8_t, void (*)(void *)> batchInput_;
+  LargeBuffer batchInput_;
   PagedKVCache *paged_ = nullptr; ///< Attached by the batch scheduler.
   std::vector<Launch> launches_, prefillLaunches_, batchLaunches_;
   /// Each schedule's waves of independent launches (first launch of each, then the count).

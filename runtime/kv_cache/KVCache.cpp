@@ -1,23 +1,18 @@
 // The single-sequence KV cache.
 #include "runtime/kv_cache/KVCache.h"
-#include "runtime/support/LargeBuffer.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <new>
 
 namespace quill {
-
-void KVCache::FreeDeleter::operator()(void *p) const { std::free(p); }
 
 KVCache::KVCache(uint64_t bytes, int32_t capacity, bool hostMemory)
     : bytes_(bytes), capacity_(capacity) {
   if (!hostMemory)
     return;
-  void *memory = allocateLargeBuffer(bytes);
-  if (!memory)
+  memory_ = LargeBuffer::allocate(bytes);
+  if (!memory_)
     throw std::bad_alloc();
-  memory_.reset(memory);
 }
 
 ErrorOr<int32_t> KVCache::append(int32_t count) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/support/Error.h"
+#include "runtime/support/LargeBuffer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 namespace quill {
 
-/// Owns `bytes` of zeroed, 64-byte-aligned memory laid out by the compiler
+/// Owns `bytes` of zeroed, page-aligned memory laid out by the compiler
 /// (per layer, keys then values, one row per position) and tracks how many
 /// positions hold valid entries. Positions are only ever appended at the end,
 /// so earlier entries are never recomputed.
@@ -20,7 +21,7 @@ public:
   /// whose cache lives in its own memory (data() is then null).
   KVCache(uint64_t bytes, int32_t capacity, bool hostMemory = true);
 
-  void *data() { return memory_.get(); }
+  void *data() { return memory_.data(); }
   uint64_t bytes() const { return bytes_; }
   /// Positions the cache can hold: the model's context length.
   int32_t capacity() const { return capacity_; }
@@ -36,10 +37,7 @@ public:
   void clear() { length_ = 0; }
 
 private:
-  struct FreeDeleter {
-    void operator()(void *p) const;
-  };
-  std::unique_ptr<void, FreeDeleter> memory_;
+  LargeBuffer memory_;
   uint64_t bytes_;
   int32_t capacity_;
   int32_t length_ = 0;

@@ -42,8 +42,6 @@ int32_t blocksFor(int64_t positions, int32_t blockSize) {
 
 } // namespace
 
-void PagedKVCache::FreeDeleter::operator()(void *p) const { std::free(p); }
-
 ErrorOr<std::unique_ptr<PagedKVCache>> PagedKVCache::create(const PagedKVLayout &layout,
                                                             int32_t numBlocks) {
   std::string problem = layoutProblem(layout);
@@ -61,11 +59,11 @@ ErrorOr<std::unique_ptr<PagedKVCache>> PagedKVCache::create(const PagedKVLayout 
   if (rounded > std::numeric_limits<size_t>::max())
     return Status::error("paged KV cache: " + std::to_string(bytes) +
                          " bytes do not fit in this address space");
-  void *memory = allocateLargeBuffer(size_t(rounded));
+  LargeBuffer memory = LargeBuffer::allocate(size_t(rounded));
   if (!memory)
     return Status::error("paged KV cache: cannot allocate " + std::to_string(bytes) +
                          " bytes for " + std::to_string(numBlocks) + " blocks");
-  return std::unique_ptr<PagedKVCache>(new PagedKVCache(layout, numBlocks, memory));
+  return std::unique_ptr<PagedKVCache>(new PagedKVCache(layout, numBlocks, std::move(memory)));
 }
 
 int32_t PagedKVCache::blocksForBudget(const PagedKVLayout &layout, uint64_t bytes) {
@@ -75,8 +73,8 @@ int32_t PagedKVCache::blocksForBudget(const PagedKVLayout &layout, uint64_t byte
   return int32_t(std::min<uint64_t>(blocks, uint64_t(std::numeric_limits<int32_t>::max())));
 }
 
-PagedKVCache::PagedKVCache(const PagedKVLayout &layout, int32_t numBlocks, void *memory)
-    : layout_(layout), numBlocks_(numBlocks), memory_(memory), refCounts_(numBlocks, 0) {
+PagedKVCache::PagedKVCache(const PagedKVLayout &layout, int32_t numBlocks, LargeBuffer memory)
+    : layout_(layout), numBlocks_(numBlocks), memory_(std::move(memory)), refCounts_(numBlocks, 0) {
   // Pushed highest first so that a fresh pool hands out 1, 2, 3, ...
   freeList_.reserve(numBlocks - 1);
   for (int32_t block = numBlocks - 1; block >= 1; --block)
@@ -89,8 +87,7 @@ void *PagedKVCache::sectionBase(int32_t section) {
 
 const void *PagedKVCache::sectionBase(int32_t section) const {
   assert(section >= 0 && section < layout_.sections && "section out of range");
-  return static_cast<const uint8_t *>(memory_.get()) +
-         uint64_t(section) * uint64_t(numBlocks_) * layout_.blockBytes();
+  return memory_.data() + uint64_t(section) * uint64_t(numBlocks_) * layout_.blockBytes();
 }
 
 void *PagedKVCache::blockData(int32_t section, int32_t block) {

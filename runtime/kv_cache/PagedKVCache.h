@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/support/Error.h"
+#include "runtime/support/LargeBuffer.h"
 
 #include <cstdint>
 #include <memory>
@@ -72,8 +73,8 @@ public:
   /// Bytes of one block in all sections together.
   uint64_t bytesPerBlock() const { return layout_.bytesPerBlock(); }
   /// The start of the pool.
-  void *data() { return memory_.get(); }
-  const void *data() const { return memory_.get(); }
+  void *data() { return memory_.data(); }
+  const void *data() const { return memory_.data(); }
   /// Bytes of the pool: numBlocks * bytesPerBlock.
   uint64_t poolBytes() const { return uint64_t(numBlocks_) * bytesPerBlock(); }
   /// The first byte of `section`: base + section * numBlocks * blockBytes.
@@ -134,16 +135,13 @@ public:
   int32_t liveSequences() const { return liveSequences_; }
 
 private:
-  struct FreeDeleter {
-    void operator()(void *p) const;
-  };
   struct Sequence {
     bool live = false;
     int32_t length = 0;
     std::vector<int32_t> table;
   };
 
-  PagedKVCache(const PagedKVLayout &layout, int32_t numBlocks, void *memory);
+  PagedKVCache(const PagedKVLayout &layout, int32_t numBlocks, LargeBuffer memory);
   Sequence &sequence(SequenceId seq);
   const Sequence &sequence(SequenceId seq) const;
   /// Pops a block off the free list with reference count 1.
@@ -153,7 +151,7 @@ private:
 
   PagedKVLayout layout_;
   int32_t numBlocks_;
-  std::unique_ptr<void, FreeDeleter> memory_;
+  LargeBuffer memory_;
   std::vector<int32_t> refCounts_;    // Indexed by block id.
   std::vector<int32_t> freeList_;     // A stack: back() is handed out next.
   std::vector<Sequence> sequences_;   // Indexed by SequenceId.

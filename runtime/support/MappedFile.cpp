@@ -1,6 +1,7 @@
 // mmap-based read-only file access.
 #include "runtime/support/MappedFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -60,6 +61,18 @@ MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
 }
 
 MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::dropPages(size_t offset, size_t length) const {
+  if (!data_ || offset >= size_)
+    return;
+  length = std::min(length, size_ - offset);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  // The mapping starts on a page, so offsets round like addresses.
+  const size_t first = (offset + page - 1) / page * page;
+  const size_t last = (offset + length) / page * page;
+  if (first < last)
+    (void)madvise(const_cast<uint8_t *>(data_) + first, last - first, MADV_DONTNEED);
+}
 
 void MappedFile::unmap() {
   if (data_)

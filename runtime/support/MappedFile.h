@@ -41,6 +41,11 @@ public:
   size_t size() const { return size_; }
   const std::string &path() const { return path_; }
 
+  /// Drops the whole pages inside [offset, offset + length) from this
+  /// process's resident set, once their bytes have been copied elsewhere.
+  /// They stay readable: a later touch reads them back from the file.
+  void dropPages(size_t offset, size_t length) const;
+
 private:
   void unmap();
 

@@ -38,12 +38,19 @@ TEST_P(GoldenText, Greedy200TokensFromBosMatchLlama2c) {
   EXPECT_EQ(result->stop, StopReason::Length);
   EXPECT_EQ(result->text, readFile(expected));
 
-  // Through the quill-run tool: the same text, then a newline.
-  CommandResult r =
-      run(quote(tool("quill-run")) + " " + quote(artifactPath) + " -n 200 --temp 0 --threads 1");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(r.out, readFile(expected) + "\n");
-  EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
+  // Through the quill-run tool: the same text, then a newline, whether the
+  // weights are copied into huge pages (the default) or read in place.
+  for (const char *pages : {"", " --mmap"}) {
+    CommandResult r = run(quote(tool("quill-run")) + " " + quote(artifactPath) +
+                          " -n 200 --temp 0 --threads 1 --verbose" + pages);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out, readFile(expected) + "\n") << pages;
+    EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(*pages ? "weights read from: the artifact's mapping"
+                                : "weights read from: a copy in huge pages"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stories260K, GoldenText,

@@ -134,6 +134,8 @@ TEST(Bench, JsonSetsPrefillAgainstTheFmaAndInt8DotPeaks) {
   // Q8_0 holds most bytes; the rows of 172 that are not whole blocks fall
   // back to F16 (as llama.cpp's do), the norms are f32.
   EXPECT_EQ(json["weight_type"], "q8_0") << r.out;
+  // Copied into huge pages (not asked --mmap).
+  EXPECT_EQ(json["weight_pages"], "huge") << r.out;
   const auto &types = json["weight_bytes_by_type"];
   ASSERT_TRUE(types.is_object()) << r.out;
   for (const auto &[type, bytes] : types.items())

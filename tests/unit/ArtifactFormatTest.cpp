@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -151,6 +152,43 @@ TEST(ArtifactFormat, LoaderAcceptsAGoodFileAndMapsWeightsAligned) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(artifact->weights()) % 4096, 0u);
   EXPECT_EQ(artifact->weights()[0], 3);
   EXPECT_EQ(artifact->kernelLibrarySize(), 100u);
+}
+
+TEST(ArtifactFormat, HugePageWeightsAreACheckedCopyOfTheFile) {
+  const Schedule schedule = tinySchedule();
+  std::string path = writeArtifact(schedule, tinyConfig());
+  auto mapped = Artifact::open(path);
+  auto copied = Artifact::open(path, /*verifyWeights=*/true, WeightPages::Huge);
+  ASSERT_TRUE(mapped.isOk()) << mapped.message();
+  ASSERT_TRUE(copied.isOk()) << copied.message();
+  EXPECT_EQ(mapped->weightPages(), WeightPages::Mapped);
+  EXPECT_EQ(copied->weightPages(), WeightPages::Huge);
+  EXPECT_NE(copied->weights(), mapped->weights());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copied->weights()) % 4096, 0u);
+  ASSERT_EQ(std::memcmp(copied->weights(), mapped->weights(), schedule.weightBytes), 0);
+
+  // A flipped weight byte is caught on the copy, with the mapped load's line.
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  size_t at = bytes.find(std::string(schedule.weightBytes, char(3)));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + schedule.weightBytes / 2] ^= 0x10;
+  std::string broken = path + ".weights";
+  std::ofstream(broken, std::ios::binary) << bytes;
+  auto brokenMapped = Artifact::open(broken);
+  auto brokenCopied = Artifact::open(broken, true, WeightPages::Huge);
+  ASSERT_FALSE(brokenMapped.isOk());
+  ASSERT_FALSE(brokenCopied.isOk());
+  EXPECT_EQ(brokenCopied.message(), brokenMapped.message());
+  EXPECT_NE(brokenCopied.message().find("checksum mismatch"), std::string::npos);
+  // --no-verify loads it, flipped byte and all.
+  auto unchecked = Artifact::open(broken, false, WeightPages::Huge);
+  ASSERT_TRUE(unchecked.isOk()) << unchecked.message();
+  EXPECT_EQ(unchecked->weights()[schedule.weightBytes / 2], 3 ^ 0x10);
+  std::remove(broken.c_str());
+  std::remove(path.c_str());
 }
 
 TEST(ArtifactFormat, LoaderRejectsEveryTruncationAndEveryByteFlip) {

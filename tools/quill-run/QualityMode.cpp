@@ -88,7 +88,7 @@ int runQuality(const RunOptions &options, const Artifact &artifact, const Tokeni
   std::unique_ptr<Device> baseDevice;
   std::unique_ptr<DeviceLogits> base;
   if (!options.klBase.empty()) {
-    auto opened = Artifact::open(options.klBase, options.verifyWeights);
+    auto opened = Artifact::open(options.klBase, options.verifyWeights, options.weightPages);
     if (!opened)
       return fail(opened.message());
     baseArtifact = std::make_unique<Artifact>(opened.take());

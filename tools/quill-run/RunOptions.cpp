@@ -48,6 +48,9 @@ const char *runUsage() {
          "  --verbose             report the device, KV cache and sampler on stderr\n"
          "  --ignore-eos          generate all -n tokens: end tokens do not stop\n"
          "  --no-verify           skip checksumming the weights at load\n"
+         "  --mmap                read the weights in place from the artifact's mapping\n"
+         "                        (shared page cache, 4 KiB pages) instead of copying\n"
+         "                        them into huge pages at load\n"
          "  --profile             time every kernel launch; print the time per kernel on\n"
          "                        stderr at the end (kernels then run one at a time)\n"
          "  --report DIR          with --profile: write DIR/index.html, the kernels as\n"
@@ -456,6 +459,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.renderPrompt = true;
     } else if (arg == "--no-verify") {
       o.verifyWeights = false;
+    } else if (arg == "--mmap") {
+      o.weightPages = WeightPages::Mapped;
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       return Status::error("unknown option '" + arg + "' (see --help)");
     } else if (o.artifactPath.empty()) {

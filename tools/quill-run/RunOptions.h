@@ -1,6 +1,7 @@
 // quill-run's command line: parsed and validated into plain options.
 #pragma once
 
+#include "runtime/artifact/Artifact.h"
 #include "runtime/decode/BeamSearch.h"
 #include "runtime/sampling/SamplingParams.h"
 #include "runtime/support/Error.h"
@@ -27,6 +28,7 @@ struct RunOptions {
   bool verbose = false;
   bool ignoreEos = false; ///< --ignore-eos: end tokens do not end generation.
   bool verifyWeights = true;
+  WeightPages weightPages = WeightPages::Huge; ///< --mmap: Mapped.
   bool profile = false;
   std::string traceFile;          ///< --trace: the Chrome trace written at the end.
   bool cuda = false;              ///< --device cuda.

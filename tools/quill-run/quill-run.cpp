@@ -69,7 +69,7 @@ int runQuill(int argc, char **argv) {
     options.sampling.seed =
         static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 
-  auto artifact = Artifact::open(options.artifactPath, options.verifyWeights);
+  auto artifact = Artifact::open(options.artifactPath, options.verifyWeights, options.weightPages);
   if (!artifact)
     return fail(artifact.message());
   const ModelConfig &config = artifact->config();
@@ -159,6 +159,8 @@ int runQuill(int argc, char **argv) {
       if (!report)
         return fail(report.message());
       report->setWeights(artifact->weightTable());
+      if (!artifact->isCuda())
+        report->weightPages = artifact->weightPages() == WeightPages::Huge ? "huge" : "mapped";
       std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
       return 0;
     }
@@ -174,6 +176,11 @@ int runQuill(int argc, char **argv) {
       std::fprintf(stderr, "%s\n", device.describe().c_str());
       if (!artifact->weightTable().empty())
         std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
+      if (!artifact->isCuda())
+        std::fprintf(stderr, "weights read from: %s\n",
+                     artifact->weightPages() == WeightPages::Huge
+                         ? "a copy in huge pages"
+                         : "the artifact's mapping (--mmap)");
       std::fprintf(stderr, "kv cache: %s, %llu bytes per token, %llu bytes (%d positions)\n",
                    std::string(kvTypeName(config.kvType)).c_str(),
                    static_cast<unsigned long long>(config.kvBytesPerToken()),

@@ -28,6 +28,8 @@ const char *serveUsage() {
          "                        file name without .qm)\n"
          "  --max-body-mb N       largest request body (default 8)\n"
          "  --verbose             log each request on stderr\n"
+         "  --mmap                read the weights in place from the artifact's mapping\n"
+         "                        instead of copying them into huge pages at load\n"
          "  -h, --help            this text\n";
 }
 
@@ -80,6 +82,8 @@ ErrorOr<ServeOptions> parseServeOptions(int argc, char **argv) {
       o.help = true;
     else if (arg == "--verbose")
       o.verbose = true;
+    else if (arg == "--mmap")
+      o.mmapWeights = true;
     else if (arg == "--host")
       s = text(o.host);
     else if (arg == "--port")

@@ -22,6 +22,7 @@ struct ServeOptions {
   std::string modelName; ///< Default: the artifact's file name without .qm.
   int64_t maxBodyBytes = int64_t(8) << 20;
   bool verbose = false;
+  bool mmapWeights = false; ///< --mmap: weights read in place, not copied into huge pages.
   bool help = false;
 };
 

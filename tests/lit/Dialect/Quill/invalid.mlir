@@ -329,6 +329,25 @@ quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"s
 
 // -----
 
+// live_rows counts the units of one live row: it divides the work (8 units
+// are not whole rows of 3).
+quill.schedule "batch" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op live_rows must be a positive divisor of the work: 3 units per row of 8}}
+  quill.dispatch @k([#quill.binding<"scratch", 0, 64>]) work(8, 1) {live_rows = 3 : i64}
+}
+
+// -----
+
+// ... and is positive.
+quill.schedule "batch" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
+    scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
+  // expected-error @+1 {{'quill.dispatch' op live_rows must be a positive divisor of the work: 0 units per row of 8}}
+  quill.dispatch @k([#quill.binding<"scratch", 0, 64>]) work(8, 1) {live_rows = 0 : i64}
+}
+
+// -----
+
 // A binding covers a non-empty range at a non-negative offset.
 quill.schedule "step" attributes {kv_bytes = 0 : i64, logits = #quill.binding<"scratch", 0, 64>,
     scratch_bytes = 64 : i64, weight_bytes = 0 : i64, weight_offsets = {}} {
