@@ -10,19 +10,12 @@ namespace quill {
 
 namespace {
 
-/// Copies the weight section [offset, offset + size) of `file` into huge
-/// pages, in chunks, dropping each chunk's file pages once it is copied so
-/// that the resident set never holds much more than one copy.
+/// The weight section [offset, offset + size) of `file` read into huge
+/// pages; empty when the memory cannot be had or the read fails.
 LargeBuffer copyWeights(const MappedFile &file, size_t offset, size_t size) {
   LargeBuffer copy = LargeBuffer::allocate(size);
-  if (!copy)
-    return copy;
-  constexpr size_t kChunk = size_t(32) << 20;
-  for (size_t done = 0; done < size; done += kChunk) {
-    const size_t n = std::min(kChunk, size - done);
-    std::memcpy(copy.data() + done, file.data() + offset + done, n);
-    file.dropPages(offset + done, n);
-  }
+  if (copy && !file.copyOut(offset, size, copy.data()))
+    return {};
   return copy;
 }
 
@@ -171,8 +164,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
     const size_t offset = size_t(a.weights_ - base);
     a.weightCopy_ = copyWeights(a.file_, offset, weightBytes);
     if (!a.weightCopy_)
-      return fail("cannot allocate " + std::to_string(weightBytes) +
-                  " bytes to copy the weights into (--mmap reads them in place)");
+      return fail("cannot copy the " + std::to_string(weightBytes) +
+                  " bytes of weights into memory (--mmap reads them in place)");
     a.weights_ = a.weightCopy_.data();
   }
   if (verifyWeights && pages == WeightPages::Huge) {

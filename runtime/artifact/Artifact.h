@@ -25,7 +25,7 @@ enum class WeightPages {
   /// From a private copy in transparent huge pages. A decode step streams
   /// every weight once; over 2 MiB pages the hardware prefetcher is not
   /// stopped at every 4 KiB boundary and no TLB walk is needed per page.
-  /// The file's pages are dropped from the resident set as they are copied,
+  /// The copy is read from the page cache (pread), not through the mapping,
   /// so the process holds the weights once. A CUDA artifact keeps Mapped
   /// (its weights are uploaded to the GPU).
   Huge,

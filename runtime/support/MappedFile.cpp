@@ -43,8 +43,7 @@ ErrorOr<MappedFile> MappedFile::open(const std::string &path, const MappedFileWo
     }
     file.data_ = static_cast<const uint8_t *>(mapping);
   }
-  // The mapping keeps the file's pages; the descriptor is not needed.
-  ::close(fd);
+  file.fd_ = fd;
   return ErrorOr<MappedFile>(std::move(file));
 }
 
@@ -56,22 +55,28 @@ MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
     path_ = std::move(other.path_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
 
 MappedFile::~MappedFile() { unmap(); }
 
-void MappedFile::dropPages(size_t offset, size_t length) const {
-  if (!data_ || offset >= size_)
-    return;
-  length = std::min(length, size_ - offset);
-  const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  // The mapping starts on a page, so offsets round like addresses.
-  const size_t first = (offset + page - 1) / page * page;
-  const size_t last = (offset + length) / page * page;
-  if (first < last)
-    (void)madvise(const_cast<uint8_t *>(data_) + first, last - first, MADV_DONTNEED);
+bool MappedFile::copyOut(size_t offset, size_t length, uint8_t *destination) const {
+  if (fd_ < 0 || offset > size_ || length > size_ - offset)
+    return false;
+  while (length > 0) {
+    // Bounded reads: a single pread returns at most about 2 GiB.
+    ssize_t n = ::pread(fd_, destination, std::min<size_t>(length, size_t(1) << 30), off_t(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    destination += n;
+    offset += size_t(n);
+    length -= size_t(n);
+  }
+  return true;
 }
 
 void MappedFile::unmap() {
@@ -79,6 +84,9 @@ void MappedFile::unmap() {
     ::munmap(const_cast<uint8_t *>(data_), size_);
   data_ = nullptr;
   size_ = 0;
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
 }
 
 } // namespace quill

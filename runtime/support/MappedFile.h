@@ -22,7 +22,7 @@ struct MappedFileWording {
 
 /// A read-only private mapping of a regular file. Movable, not copyable;
 /// pointers into it stay valid while the object (or its moved-to owner)
-/// lives. The descriptor is closed once the file is mapped.
+/// lives. The descriptor stays open with it, for copyOut.
 class MappedFile {
 public:
   /// Maps `path`; errors name the path and what failed, worded by `wording`.
@@ -41,10 +41,12 @@ public:
   size_t size() const { return size_; }
   const std::string &path() const { return path_; }
 
-  /// Drops the whole pages inside [offset, offset + length) from this
-  /// process's resident set, once their bytes have been copied elsewhere.
-  /// They stay readable: a later touch reads them back from the file.
-  void dropPages(size_t offset, size_t length) const;
+  /// Copies [offset, offset + length) of the file into `destination` with
+  /// pread: straight from the page cache, without faulting the mapping's
+  /// pages into this process (a copy made through the mapping takes a fault
+  /// per few pages and leaves them resident). False when the range is not
+  /// in the file or a read fails.
+  bool copyOut(size_t offset, size_t length, uint8_t *destination) const;
 
 private:
   void unmap();
@@ -52,6 +54,7 @@ private:
   std::string path_;
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
 };
 
 } // namespace quill

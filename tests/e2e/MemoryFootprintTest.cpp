@@ -1,6 +1,6 @@
 // What quill-run holds in memory: the artifact's weights once, whether
-// copied into huge pages (the default: the file's pages are dropped as they
-// are copied) or read in place (--mmap), so a run's peak resident set stays
+// copied into huge pages (the default: read with pread, the file's pages
+// never mapped in) or read in place (--mmap), so a run's peak resident set stays
 // within the weights, the KV cache and 200 MB (the bound), measured
 // from the kernel's own accounting of the process (wait4's ru_maxrss).
 #include "TestSupport.h"
