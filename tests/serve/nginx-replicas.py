@@ -1,7 +1,8 @@
 """Two quill-serve replicas of one artifact behind nginx (Debian's package):
 round robin with passive health checks. Requests through nginx reach both
 replicas; one replica is killed mid-run and nginx fails over with no failed
-request."""
+request. The second replica reads its weights in place (--mmap), the
+first from its copy in huge pages: both answer a greedy request alike."""
 import json
 import os
 import shutil
@@ -76,7 +77,16 @@ def main():
     if not os.path.exists(NGINX):
         harness.skip("nginx is not installed (scripts/setup.sh installs it)")
     artifact = harness.stories_artifact()
-    replicas = [harness.Server(artifact), harness.Server(artifact)]
+    replicas = [harness.Server(artifact), harness.Server(artifact, "--mmap")]
+    greedy = {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0}
+    texts = [r.json("POST", "/v1/completions", greedy) for r in replicas]
+    if any(status != 200 for status, _ in texts) or \
+            texts[0][1]["choices"][0]["text"] != texts[1][1]["choices"][0]["text"]:
+        for r in replicas:
+            r.stop()
+        print("FAIL: the replicas (huge-page copy, --mmap) answer greedy requests differently: %s"
+              % texts)
+        return 1
     prefix = tempfile.mkdtemp(prefix="quill-nginx-")
     os.chmod(prefix, 0o755)
     port = free_port()
