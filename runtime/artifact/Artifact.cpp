@@ -4,22 +4,10 @@
 #include "runtime/support/ByteStream.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace quill {
-
-namespace {
-
-/// The weight section [offset, offset + size) of `file` read into huge
-/// pages; empty when the memory cannot be had or the read fails.
-LargeBuffer copyWeights(const MappedFile &file, size_t offset, size_t size) {
-  LargeBuffer copy = LargeBuffer::allocate(size);
-  if (copy && !file.copyOut(offset, size, copy.data()))
-    return {};
-  return copy;
-}
-
-} // namespace
 
 ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, WeightPages pages) {
   auto fail = [&](const std::string &what) { return Status::error(path + ": " + what); };
@@ -160,15 +148,17 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
   if (weightBytes != a.schedule_.weightBytes || reinterpret_cast<uintptr_t>(a.weights_) % 64 != 0)
     return fail("weights section does not match the schedule (" + std::to_string(weightBytes) +
                 " bytes, schedule needs " + std::to_string(a.schedule_.weightBytes) + ")");
-  if (pages == WeightPages::Huge && !a.isCuda()) {
+  if (pages == WeightPages::Copied && !a.isCuda()) {
     const size_t offset = size_t(a.weights_ - base);
-    a.weightCopy_ = copyWeights(a.file_, offset, weightBytes);
+    a.weightCopy_ = LargeBuffer::allocate(weightBytes);
     if (!a.weightCopy_)
-      return fail("cannot copy the " + std::to_string(weightBytes) +
-                  " bytes of weights into memory (--mmap reads them in place)");
+      return fail("cannot allocate " + std::to_string(weightBytes) +
+                  " bytes to copy the weights into (--mmap reads them in place)");
+    if (Status s = a.file_.copyOut(offset, weightBytes, a.weightCopy_.data()); !s)
+      return Status::error(s.message() + " (copying the weights)");
     a.weights_ = a.weightCopy_.data();
   }
-  if (verifyWeights && pages == WeightPages::Huge) {
+  if (verifyWeights && pages == WeightPages::Copied) {
     SectionEntry e;
     std::memcpy(&e, found[uint32_t(SectionKind::Weights)], sizeof e);
     if (checksum64(a.weights_, weightBytes) != e.checksum)
@@ -187,6 +177,15 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
     a.kernelCosts_ = costs.take();
   }
   return a;
+}
+
+std::string describeWeightPlacement(const Artifact &artifact) {
+  if (artifact.weightPages() == WeightPages::Mapped)
+    return "the artifact's mapping (--mmap)";
+  char text[96];
+  std::snprintf(text, sizeof text, "a copy in memory, %.1f of %.1f MB in huge pages",
+                artifact.weightHugePageBytes() / 1e6, artifact.schedule().weightBytes / 1e6);
+  return text;
 }
 
 } // namespace quill

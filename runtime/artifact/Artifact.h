@@ -22,13 +22,15 @@ enum class WeightPages {
   /// In place, from the file's mapping: 4 KiB pages of the page cache,
   /// shared with every process that maps the same file.
   Mapped,
-  /// From a private copy in transparent huge pages. A decode step streams
-  /// every weight once; over 2 MiB pages the hardware prefetcher is not
-  /// stopped at every 4 KiB boundary and no TLB walk is needed per page.
-  /// The copy is read from the page cache (pread), not through the mapping,
-  /// so the process holds the weights once. A CUDA artifact keeps Mapped
-  /// (its weights are uploaded to the GPU).
-  Huge,
+  /// From a private copy (a LargeBuffer: from 2 MiB on, in transparent huge
+  /// pages where the kernel gives them). A decode step streams every weight
+  /// once; over 2 MiB pages the hardware prefetcher is not stopped at every
+  /// 4 KiB boundary and no TLB walk is needed per page. The copy is read
+  /// from the page cache (pread), not through the mapping, so the process
+  /// holds the weights once (the page cache keeps its clean copy until the
+  /// kernel reclaims it). A CUDA artifact keeps Mapped (its weights are
+  /// uploaded to the GPU).
+  Copied,
 };
 
 class Artifact {
@@ -67,7 +69,12 @@ public:
   /// The page-aligned weight blob.
   const uint8_t *weights() const { return weights_; }
   /// Where weights() points: the file's mapping, or a copy in huge pages.
-  WeightPages weightPages() const { return weightCopy_ ? WeightPages::Huge : WeightPages::Mapped; }
+  WeightPages weightPages() const {
+    return weightCopy_ && weights_ == weightCopy_.data() ? WeightPages::Copied
+                                                         : WeightPages::Mapped;
+  }
+  /// Bytes of the weights in huge pages now (0 when mapped).
+  size_t weightHugePageBytes() const { return weightCopy_.hugePageBytes(); }
   /// What the weight blob holds, tensor by tensor; empty when the artifact
   /// has no WeightTable section (one assembled by hand).
   const std::vector<WeightEntry> &weightTable() const { return weightTable_; }
@@ -97,9 +104,13 @@ private:
   const uint8_t *ptx_ = nullptr;
   size_t ptxSize_ = 0;
   const uint8_t *weights_ = nullptr;
-  LargeBuffer weightCopy_; ///< Empty unless the weights were copied (WeightPages::Huge).
+  LargeBuffer weightCopy_; ///< Empty unless the weights were copied (WeightPages::Copied).
   std::vector<WeightEntry> weightTable_;
   std::vector<KernelCost> kernelCosts_;
 };
+
+/// Where the weights are read from, for --verbose: "a copy in memory, X of
+/// Y MB in huge pages", or "the artifact's mapping (--mmap)".
+std::string describeWeightPlacement(const Artifact &artifact);
 
 } // namespace quill

@@ -1,5 +1,6 @@
 // The whole-model benchmark behind `quill-run --bench`.
 #include "runtime/bench/ModelBench.h"
+#include "runtime/artifact/Artifact.h"
 
 #include "runtime/bench/MachineProbes.h"
 #include "runtime/device/FeedTokens.h"
@@ -151,6 +152,11 @@ void ModelBenchReport::setWeights(const std::vector<WeightEntry> &table) {
       weightBytesByType.emplace_back(kWeightEncodings[k].name, bytes[k]);
 }
 
+void ModelBenchReport::setWeightPages(const Artifact &artifact) {
+  weightPages = artifact.weightPages() == WeightPages::Copied ? "copied" : "mapped";
+  weightHugePageBytes = artifact.weightHugePageBytes();
+}
+
 std::string ModelBenchReport::toText() const {
   std::string weights;
   if (!weightType.empty()) {
@@ -160,8 +166,10 @@ std::string ModelBenchReport::toText() const {
                  byteSizeText(weightBytesByType[i].second);
     }
     weights += ")";
-    if (!weightPages.empty())
-      weights += weightPages == "huge" ? ", in huge pages" : ", read from the file's mapping";
+    if (weightPages == "copied")
+      weights += ", copied into memory (" + byteSizeText(weightHugePageBytes) + " in huge pages)";
+    else if (weightPages == "mapped")
+      weights += ", read from the file's mapping";
     weights += "\n";
   }
   weights += "kv cache: " + kvType + ", " + std::to_string(kvBytesPerToken) + " bytes per token\n";
@@ -225,7 +233,8 @@ std::string ModelBenchReport::toJson() const {
         << "\":" << weightBytesByType[i].second;
   out << "}";
   if (!weightPages.empty())
-    out << ",\"weight_pages\":\"" << weightPages << '"';
+    out << ",\"weight_pages\":\"" << weightPages
+        << "\",\"weight_bytes_in_huge_pages\":" << weightHugePageBytes;
   out << ",\"kv_type\":\"" << kvType << "\",\"kv_bytes_per_token\":" << kvBytesPerToken
       << ",\"prompt_tokens\":" << promptTokens << ",\"decode_tokens\":" << decodeTokens
       << ",\"prefill_tokens_per_s\":" << prefillTokensPerS

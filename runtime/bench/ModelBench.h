@@ -16,6 +16,8 @@
 
 namespace quill {
 
+class Artifact;
+
 struct ModelBenchReport {
   /// "cpu", or the device whose own memory bandwidth was probed (then the
   /// FMA peak is not probed and its fields stay 0; a failed probe leaves the
@@ -32,9 +34,11 @@ struct ModelBenchReport {
   /// bytes, and the bytes of each encoding present; empty without a table.
   std::string weightType;
   std::vector<std::pair<std::string, uint64_t>> weightBytesByType;
-  /// Where a CPU run reads the weights from: "huge" (a copy in huge pages)
-  /// or "mapped" (the file's pages, --mmap); empty when not known.
+  /// Where a CPU run reads the weights from: "copied" (a copy in memory,
+  /// weightHugePageBytes of it in huge pages) or "mapped" (the file's pages,
+  /// --mmap); empty on a GPU.
   std::string weightPages;
+  uint64_t weightHugePageBytes = 0;
   /// The KV cache's element type and the bytes one position adds to it
   /// (all layers, keys and values).
   std::string kvType = "f32";
@@ -51,6 +55,8 @@ struct ModelBenchReport {
 
   /// Fills weightType and weightBytesByType from the artifact's table.
   void setWeights(const std::vector<WeightEntry> &table);
+  /// Fills weightPages and weightHugePageBytes from a CPU artifact.
+  void setWeightPages(const Artifact &artifact);
   std::string toText() const;
   std::string toJson() const;
 

@@ -28,7 +28,7 @@ struct PagedKVLayout {
   uint64_t bytesPerBlock() const { return uint64_t(sections) * blockBytes(); }
 };
 
-/// Owns one zeroed, 64-byte-aligned pool of `numBlocks` blocks and hands them
+/// Owns one zeroed, page-aligned pool of `numBlocks` blocks and hands them
 /// out to sequences through per-sequence block tables.
 ///
 /// Memory layout (the compiled kernels rely on it): the pool is split into

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <utility>
@@ -40,6 +43,23 @@ LargeBuffer LargeBuffer::allocate(size_t size) {
   buffer.data_ = start;
   buffer.size_ = length;
   return buffer;
+}
+
+size_t LargeBuffer::hugePageBytes() const {
+  if (!data_)
+    return 0;
+  std::ifstream smaps("/proc/self/smaps");
+  const auto start = reinterpret_cast<uintptr_t>(data_);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long from = 0, to = 0;
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &from, &to) == 2)
+      inside = start >= from && start < to;
+    else if (inside && std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kib) == 1)
+      return std::min<size_t>(size_t(kib) << 10, size_);
+  }
+  return 0;
 }
 
 LargeBuffer::LargeBuffer(LargeBuffer &&other) noexcept

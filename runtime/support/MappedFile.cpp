@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,21 +63,25 @@ MappedFile &MappedFile::operator=(MappedFile &&other) noexcept {
 
 MappedFile::~MappedFile() { unmap(); }
 
-bool MappedFile::copyOut(size_t offset, size_t length, uint8_t *destination) const {
+Status MappedFile::copyOut(size_t offset, size_t length, uint8_t *destination) const {
   if (fd_ < 0 || offset > size_ || length > size_ - offset)
-    return false;
+    return Status::error(path_ + ": cannot read bytes " + std::to_string(offset) + " to " +
+                         std::to_string(offset + length) + " (the file has " +
+                         std::to_string(size_) + ")");
   while (length > 0) {
     // Bounded reads: a single pread returns at most about 2 GiB.
     ssize_t n = ::pread(fd_, destination, std::min<size_t>(length, size_t(1) << 30), off_t(offset));
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      return false;
+    if (n < 0)
+      return Status::error(path_ + ": cannot read: " + std::strerror(errno));
+    if (n == 0)
+      return Status::error(path_ + ": cannot read: the file shrank while it was read");
     destination += n;
     offset += size_t(n);
     length -= size_t(n);
   }
-  return true;
+  return Status::ok();
 }
 
 void MappedFile::unmap() {

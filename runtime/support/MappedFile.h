@@ -44,9 +44,9 @@ public:
   /// Copies [offset, offset + length) of the file into `destination` with
   /// pread: straight from the page cache, without faulting the mapping's
   /// pages into this process (a copy made through the mapping takes a fault
-  /// per few pages and leaves them resident). False when the range is not
-  /// in the file or a read fails.
-  bool copyOut(size_t offset, size_t length, uint8_t *destination) const;
+  /// per few pages and leaves them resident). An error names the path and
+  /// what failed.
+  Status copyOut(size_t offset, size_t length, uint8_t *destination) const;
 
 private:
   void unmap();

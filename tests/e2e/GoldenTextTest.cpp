@@ -39,7 +39,7 @@ TEST_P(GoldenText, Greedy200TokensFromBosMatchLlama2c) {
   EXPECT_EQ(result->text, readFile(expected));
 
   // Through the quill-run tool: the same text, then a newline, whether the
-  // weights are copied into huge pages (the default) or read in place.
+  // weights are copied into memory (the default) or read in place.
   for (const char *pages : {"", " --mmap"}) {
     CommandResult r = run(quote(tool("quill-run")) + " " + quote(artifactPath) +
                           " -n 200 --temp 0 --threads 1 --verbose" + pages);
@@ -47,7 +47,7 @@ TEST_P(GoldenText, Greedy200TokensFromBosMatchLlama2c) {
     EXPECT_EQ(r.out, readFile(expected) + "\n") << pages;
     EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(*pages ? "weights read from: the artifact's mapping"
-                                : "weights read from: a copy in huge pages"),
+                                : "weights read from: a copy in memory"),
               std::string::npos)
         << r.err;
   }

@@ -75,7 +75,7 @@ TEST(MemoryFootprint, PeakResidentSetIsTheWeightsTheCacheAnd200MB) {
     if (!pages.empty())
       argv.push_back(pages);
     else
-      pages = "(weights in huge pages)";
+      pages = "(weights copied)";
     auto [code, peak] = runMeasured(argv);
     ASSERT_EQ(code, 0) << pages;
     EXPECT_LE(peak, bound) << pages << ": peak RSS " << peak << " bytes for " << weights

@@ -45,6 +45,7 @@ TEST(LargeBuffer, ASmallBufferIsPageAlignedAndZero) {
   EXPECT_GE(buffer.size(), 1000u);
   for (int i = 0; i < 1000; ++i)
     ASSERT_EQ(buffer.data()[i], 0) << i;
+  EXPECT_EQ(buffer.hugePageBytes(), 0u);
 }
 
 TEST(LargeBuffer, ALargeBufferIsHugePageAlignedAndAskedForHugePages) {
@@ -75,6 +76,9 @@ TEST(LargeBuffer, PagesAreTakenWhenTouchedNotWhenAllocated) {
   for (size_t i = 0; i < (size_t(64) << 20); i += 4096)
     ASSERT_EQ(buffer.data()[i]++, 0);
   EXPECT_GE(residentBytes(), before + (uint64_t(60) << 20));
+  // Huge pages, where the kernel gave them, lie within what was touched.
+  EXPECT_LE(buffer.hugePageBytes(), size_t(64) << 20);
+  std::printf("%zu of 64 MiB touched are in huge pages\n", buffer.hugePageBytes() >> 20);
 }
 
 TEST(LargeBuffer, MovingHandsOverTheMemory) {

@@ -28,7 +28,7 @@ struct RunOptions {
   bool verbose = false;
   bool ignoreEos = false; ///< --ignore-eos: end tokens do not end generation.
   bool verifyWeights = true;
-  WeightPages weightPages = WeightPages::Huge; ///< --mmap: Mapped.
+  WeightPages weightPages = WeightPages::Copied; ///< --mmap: Mapped.
   bool profile = false;
   std::string traceFile;          ///< --trace: the Chrome trace written at the end.
   bool cuda = false;              ///< --device cuda.

@@ -160,7 +160,7 @@ int runQuill(int argc, char **argv) {
         return fail(report.message());
       report->setWeights(artifact->weightTable());
       if (!artifact->isCuda())
-        report->weightPages = artifact->weightPages() == WeightPages::Huge ? "huge" : "mapped";
+        report->setWeightPages(*artifact);
       std::fputs(options.json ? report->toJson().c_str() : report->toText().c_str(), stdout);
       return 0;
     }
@@ -177,10 +177,7 @@ int runQuill(int argc, char **argv) {
       if (!artifact->weightTable().empty())
         std::fprintf(stderr, "weights: %s\n", describeWeights(artifact->weightTable()).c_str());
       if (!artifact->isCuda())
-        std::fprintf(stderr, "weights read from: %s\n",
-                     artifact->weightPages() == WeightPages::Huge
-                         ? "a copy in huge pages"
-                         : "the artifact's mapping (--mmap)");
+        std::fprintf(stderr, "weights read from: %s\n", describeWeightPlacement(*artifact).c_str());
       std::fprintf(stderr, "kv cache: %s, %llu bytes per token, %llu bytes (%d positions)\n",
                    std::string(kvTypeName(config.kvType)).c_str(),
                    static_cast<unsigned long long>(config.kvBytesPerToken()),

@@ -34,7 +34,7 @@ constexpr double kStopGraceSeconds = 10;
 /// The model, its device, cache and engine into `s`.
 Status loadModel(Service &s, tbb::task_arena &arena) {
   auto artifact = Artifact::open(s.options.artifactPath, /*verifyWeights=*/true,
-                                 s.options.mmapWeights ? WeightPages::Mapped : WeightPages::Huge);
+                                 s.options.mmapWeights ? WeightPages::Mapped : WeightPages::Copied);
   if (!artifact)
     return artifact.status();
   s.artifact.emplace(artifact.take());
