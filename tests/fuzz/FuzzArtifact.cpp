@@ -1,4 +1,5 @@
-// libFuzzer target: the artifact loader (Artifact::open). The header's file
+// libFuzzer target: the artifact loader (Artifact::open), with the weights
+// mapped and copied (the copy's pread and checksum). The header's file
 // size and every checksum are recomputed first where the table lies inside
 // the input, so mutations reach the section decoders instead of stopping at
 // a checksum mismatch.
@@ -8,6 +9,7 @@
 #include "tests/fuzz/FuzzInput.h"
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 using namespace quill;
@@ -32,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     std::memcpy(bytes.data(), &header, sizeof header);
   }
-  (void)Artifact::open(fuzz::inputPath(bytes.data(), bytes.size()));
+  const std::string path = fuzz::inputPath(bytes.data(), bytes.size());
+  (void)Artifact::open(path);
+  (void)Artifact::open(path, /*verifyWeights=*/true, WeightPages::Copied);
   return 0;
 }
