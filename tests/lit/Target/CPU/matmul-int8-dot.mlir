@@ -13,7 +13,7 @@
 // A prefill chunk of 8 tokens: the rows rounded (amax / 127, roundeven,
 // each block's sum), then per group of 16 rows the blocks transposed into
 // the buffer (two rows per loaded vector, three rounds of shuffles, the
-// sign bits flipped), then tiles of 4 tokens: the accumulator starts at
+// sign bits flipped), then a tile of 8 tokens: the accumulator starts at
 // -128 times the input block's sum, 8 vpdpbusd, one sitofp and one FMA by
 // the rows' scales times the input's. The groups run to ceil(rows / 16):
 // the last (20 rows = 16 + 4) stores through a masked write (no in_bounds).
@@ -30,12 +30,12 @@
 // CHECK-COUNT-8: arith.xori %{{.*}}, %{{.*}} : vector<16xi32>
 // CHECK: vector.from_elements {{.*}} : vector<16xf32>
 // CHECK-COUNT-8: vector.transfer_write %{{.*}} : vector<16xi32>, tensor<16x16xi32>
-// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: arith.muli %{{.*}}, %c-128_i32 : i32
 // CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK: vector.fma
-// CHECK-COUNT-24: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK-COUNT-56: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // CHECK: vector.transfer_write %{{.*}}[%{{.*}}, %{{.*}}] : vector<16xf32>, tensor<8x?xf32>
 // YMM-LABEL: func.func @q8_0_prefill
 // YMM: scf.for {{.*}} -> (tensor<8x?xf32>, tensor<16x8xi32>, tensor<2x8xf32>)
@@ -54,6 +54,28 @@ func.func @q8_0_prefill(%x: tensor<8x64xf32>, %bytes: tensor<20x68xi8>, %b: inde
 
 // -----
 
+// A batch step of 16 rows (live rows %n): tiles of 8 live tokens, then one
+// tile of 4 for what is left, then the rest one by one (8 vpdpbusd per
+// token of a tile); a kernel of 4 rows (@q4_0_batch) has no tile of 8.
+// CHECK-LABEL: func.func @q8_0_batch_tiles
+// CHECK: %[[LIVE:.*]] = arith.minui %{{.*}}, %c16 : index
+// CHECK: arith.divui %[[LIVE]], %c8 : index
+// CHECK: scf.for {{.*}} -> (tensor<16x16xf32>)
+// CHECK-COUNT-64: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: arith.divui %{{.*}}, %c4 : index
+// CHECK: scf.for {{.*}} -> (tensor<16x16xf32>)
+// CHECK-COUNT-32: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK: scf.for {{.*}} -> (tensor<16x16xf32>)
+// CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK-NOT: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @q8_0_batch_tiles(%x: tensor<16x32xf32>, %bytes: tensor<16x34xi8>, %n: index) -> tensor<16x16xf32> {
+  %w = quill.weight_view %bytes : tensor<16x34xi8> -> tensor<16x32x!quill.q8_0>
+  %y = quill.linear %x, %w rows %n {q8_input} : tensor<16x32xf32>, tensor<16x32x!quill.q8_0> -> tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
+
+// -----
+
 // A batch step (live rows %n): only the live rows are rounded, and a
 // batch of one takes the same buffered groups (one token per tile); Q4_0's
 // nibbles (offset 8) give the low words (weights 0-15) and the high words
@@ -63,6 +85,7 @@ func.func @q8_0_prefill(%x: tensor<8x64xf32>, %bytes: tensor<20x68xi8>, %b: inde
 // CHECK: scf.for %{{.*}} = %c0 to %[[LIVE]]
 // CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<16xi32>
 // CHECK: arith.shrui %{{.*}}, %cst{{.*}} : vector<16xi32>
+// CHECK-NOT: arith.divui %{{.*}}, %c8 : index
 // CHECK: arith.muli %{{.*}}, %c-8_i32 : i32
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 func.func @q4_0_batch(%x: tensor<4x64xf32>, %bytes: tensor<32x36xi8>, %n: index) -> tensor<4x32xf32> {

@@ -36,13 +36,13 @@ func.func @q8_0_decode(%x: tensor<64xf32>, %bytes: tensor<32x68xi8>, %b: index, 
 
 // -----
 
-// Prefill: no transposing buffer; tiles of 4 tokens read the group's
+// Prefill: no transposing buffer; a tile of 8 tokens reads the group's
 // blocks from the weight; Q4_0's packed words split into low and high
 // nibbles (offset 8).
 // CHECK-LABEL: func.func @q4_0_prefill
 // CHECK-NOT: tensor<16x16xi32>
 // CHECK: scf.for {{.*}} -> (tensor<8x32xf32>)
-// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-4: vector.transfer_read %{{.*}} : tensor<1152xi8>, vector<64xi8>
 // CHECK: arith.andi %{{.*}}, %cst{{.*}} : vector<16xi32>
 // CHECK: arith.shrui %{{.*}}, %cst{{.*}} : vector<16xi32>
