@@ -3,7 +3,6 @@
 
 #include "runtime/support/ByteStream.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -48,7 +47,8 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
   constexpr uint32_t kLastKind = static_cast<uint32_t>(SectionKind::KernelCosts);
   // Byte pointers: the table need not be aligned (memcpy reads the entries).
   const uint8_t *found[kLastKind + 1] = {};
-  // A copied weight section is checked on the copy, read once instead of twice.
+  // The weight section is checked once it is where the kernels read it
+  // (a copy is checked on the copy: its bytes are read once, not twice).
   int weightsIndex = -1;
   for (uint32_t i = 0; i < header.sectionCount; ++i) {
     SectionEntry e;
@@ -62,11 +62,9 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
       return fail("section " + std::to_string(i) + " repeats section kind " +
                   std::to_string(e.kind));
     found[e.kind] = tablePtr + i * sizeof(SectionEntry);
-    bool isWeights = e.kind == uint32_t(SectionKind::Weights);
-    if (isWeights)
+    if (e.kind == uint32_t(SectionKind::Weights))
       weightsIndex = int(i);
-    bool checkNow = !isWeights || (verifyWeights && pages == WeightPages::Mapped);
-    if (checkNow && checksum64(base + e.offset, e.size) != e.checksum)
+    else if (checksum64(base + e.offset, e.size) != e.checksum)
       return fail("section " + std::to_string(i) + " is corrupt (checksum mismatch)");
   }
   auto section = [&](SectionKind kind, const uint8_t *&data, size_t &size) {
@@ -158,7 +156,7 @@ ErrorOr<Artifact> Artifact::open(const std::string &path, bool verifyWeights, We
       return Status::error(s.message() + " (copying the weights)");
     a.weights_ = a.weightCopy_.data();
   }
-  if (verifyWeights && pages == WeightPages::Copied) {
+  if (verifyWeights) {
     SectionEntry e;
     std::memcpy(&e, found[uint32_t(SectionKind::Weights)], sizeof e);
     if (checksum64(a.weights_, weightBytes) != e.checksum)

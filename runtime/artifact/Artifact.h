@@ -9,6 +9,7 @@
 #include "runtime/support/LargeBuffer.h"
 #include "runtime/support/MappedFile.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -74,7 +75,9 @@ public:
                                                          : WeightPages::Mapped;
   }
   /// Bytes of the weights in huge pages now (0 when mapped).
-  size_t weightHugePageBytes() const { return weightCopy_.hugePageBytes(); }
+  size_t weightHugePageBytes() const {
+    return std::min<size_t>(weightCopy_.hugePageBytes(), schedule_.weightBytes);
+  }
   /// What the weight blob holds, tensor by tensor; empty when the artifact
   /// has no WeightTable section (one assembled by hand).
   const std::vector<WeightEntry> &weightTable() const { return weightTable_; }

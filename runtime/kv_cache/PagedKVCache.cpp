@@ -15,8 +15,6 @@ namespace quill {
 
 namespace {
 
-constexpr uint64_t kAlignment = 64;
-
 /// Why `layout` cannot describe a pool, or an empty string when it can.
 std::string layoutProblem(const PagedKVLayout &layout) {
   if (layout.blockSize < 1)
@@ -51,15 +49,15 @@ ErrorOr<std::unique_ptr<PagedKVCache>> PagedKVCache::create(const PagedKVLayout 
     return Status::error("paged KV cache: " + std::to_string(numBlocks) +
                          " blocks is too few (block 0 is reserved, so at least 2 are needed)");
   uint64_t perBlock = layout.bytesPerBlock();
-  if (perBlock > (std::numeric_limits<uint64_t>::max() - kAlignment) / uint64_t(numBlocks))
+  if (perBlock > std::numeric_limits<uint64_t>::max() / uint64_t(numBlocks))
     return Status::error("paged KV cache: " + std::to_string(numBlocks) + " blocks of " +
                          std::to_string(perBlock) + " bytes overflow 64 bits");
   uint64_t bytes = uint64_t(numBlocks) * perBlock;
-  uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded > std::numeric_limits<size_t>::max())
+  // LargeBuffer rounds the pool up to whole pages.
+  if (bytes > std::numeric_limits<size_t>::max())
     return Status::error("paged KV cache: " + std::to_string(bytes) +
                          " bytes do not fit in this address space");
-  LargeBuffer memory = LargeBuffer::allocate(size_t(rounded));
+  LargeBuffer memory = LargeBuffer::allocate(size_t(bytes));
   if (!memory)
     return Status::error("paged KV cache: cannot allocate " + std::to_string(bytes) +
                          " bytes for " + std::to_string(numBlocks) + " blocks");

@@ -31,8 +31,10 @@ public:
   uint8_t *data() const { return data_; }
   size_t size() const { return size_; }
   /// Bytes of the buffer the kernel backs with huge pages now (smaps'
-  /// AnonHugePages of its mapping): 0 for a small buffer, with THP off, or
-  /// before the pages are touched.
+  /// AnonHugePages of the mapping that holds it, at most size(); should the
+  /// kernel merge it with an adjacent buffer of the same flags, their huge
+  /// pages count together): 0 for a small buffer, with THP off, or before
+  /// the pages are touched.
   size_t hugePageBytes() const;
   explicit operator bool() const { return data_ != nullptr; }
 

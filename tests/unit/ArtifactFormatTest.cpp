@@ -211,6 +211,20 @@ TEST(ArtifactFormat, CopiedWeightsAreACheckedCopyOfTheFile) {
   std::remove(path.c_str());
 }
 
+TEST(ArtifactFormat, HugePageBytesOfCopiedWeightsNeverExceedTheWeights) {
+  // 3 MiB + 64 of weights: the copy is mapped as 4 MiB of whole huge pages,
+  // but only the weights' bytes may be reported as weights in huge pages.
+  Schedule schedule = tinySchedule();
+  schedule.weightBytes = (uint64_t(3) << 20) + 64;
+  std::string path = writeArtifact(schedule, tinyConfig());
+  auto copied = Artifact::open(path, /*verifyWeights=*/true, WeightPages::Copied);
+  ASSERT_TRUE(copied.isOk()) << copied.message();
+  EXPECT_LE(copied->weightHugePageBytes(), schedule.weightBytes);
+  std::printf("%zu of %llu weight bytes in huge pages\n", copied->weightHugePageBytes(),
+              static_cast<unsigned long long>(schedule.weightBytes));
+  std::remove(path.c_str());
+}
+
 TEST(ArtifactFormat, LoaderRejectsEveryTruncationAndEveryByteFlip) {
   std::string path = writeArtifact(tinySchedule(), tinyConfig());
   std::ifstream in(path, std::ios::binary);
