@@ -6,10 +6,12 @@
 #include "runtime/device/Device.h"
 #include "runtime/device/KernelLibrary.h"
 #include "runtime/device/KernelProfile.h"
+#include "runtime/device/StepTeam.h"
 #include "runtime/support/LargeBuffer.h"
 
 #include <tbb/task_arena.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +46,12 @@ public:
   /// on; off runs them one after another, for A/B comparisons).
   void setConcurrentKernels(bool on) { concurrentKernels_ = on; }
 
+  /// Whether a step runs on a team of threads that stays together for the
+  /// whole step (default on; see StepTeam.h). Off: every large kernel
+  /// enters the arena and splits on its own, for A/B comparisons. The
+  /// results are the same bit for bit.
+  void setStepTeam(bool on) { stepTeam_ = on; }
+
   /// From now on, times every kernel launch (a synchronous clock read
   /// around each): for finding where a step's time goes.
   void enableProfiling() override;
@@ -76,6 +84,12 @@ private:
   /// launches at once, each large one split across the arena.
   void run(const std::vector<Launch> &launches, const std::vector<size_t> &waves, int32_t token,
            int32_t pos);
+  /// `run` on a step team: every wave's launches, split into pieces.
+  void runAsTeam(const std::vector<Launch> &launches, const std::vector<size_t> &waves,
+                 int32_t token, int32_t pos);
+  struct TeamStep;
+  /// A StepPieceFn: one piece of a launch of a TeamStep.
+  static void runPiece(void *team, const StepPiece &piece);
   /// Runs `count` launches one after another.
   void runInOrder(const Launch *launches, size_t count, int32_t token, int32_t pos);
   void launch(const Launch &launch, int32_t token, int32_t pos);
@@ -93,6 +107,16 @@ private:
   /// Each schedule's waves of independent launches (first launch of each, then the count).
   std::vector<size_t> stepWaves_, prefillWaves_, batchWaves_;
   bool concurrentKernels_ = true;
+  bool stepTeam_ = true;
+  StepPlan plan_; ///< The step team's pieces, rebuilt every step (live rows vary).
+  /// Per launch while tracing a team step: the start of its first piece and
+  /// how many pieces are still running, so the last one records the kernel.
+  struct LaunchSpan {
+    uint64_t start = 0;
+    std::atomic<int> running{0};
+  };
+  std::unique_ptr<LaunchSpan[]> spans_;
+  size_t spanCount_ = 0;
   const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;

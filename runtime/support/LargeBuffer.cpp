@@ -1,10 +1,9 @@
 #include "runtime/support/LargeBuffer.h"
 
+#include "runtime/support/ProcessMappings.h"
+
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <string>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <utility>
@@ -48,18 +47,7 @@ LargeBuffer LargeBuffer::allocate(size_t size) {
 size_t LargeBuffer::hugePageBytes() const {
   if (!data_)
     return 0;
-  std::ifstream smaps("/proc/self/smaps");
-  const auto start = reinterpret_cast<uintptr_t>(data_);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    unsigned long long from = 0, to = 0;
-    unsigned long long kib = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx ", &from, &to) == 2)
-      inside = start >= from && start < to;
-    else if (inside && std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kib) == 1)
-      return std::min<size_t>(size_t(kib) << 10, size_);
-  }
-  return 0;
+  return std::min(mappingOf(data_).kibField("AnonHugePages:"), size_);
 }
 
 LargeBuffer::LargeBuffer(LargeBuffer &&other) noexcept

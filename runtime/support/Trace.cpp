@@ -209,6 +209,15 @@ void instant(const char *category, const char *name, const Args &args) {
   record({'i', category, name, nullptr, ticks(), 0, args});
 }
 
+uint64_t now() { return enabled() ? ticks() : 0; }
+
+void span(const char *category, const std::string *name, uint64_t begin, const Args &args) {
+  if (!enabled())
+    return;
+  const uint64_t end = ticks();
+  record({'X', category, nullptr, name, begin, end > begin ? end - begin : 0, args});
+}
+
 void Scope::begin(const char *category, const char *name, const std::string *nameString,
                   Args &&args) {
   on_ = true;

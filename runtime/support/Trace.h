@@ -46,6 +46,14 @@ const std::string *intern(const std::string &name);
 /// A moment: a scheduler's decision (admit, wait, fork, free blocks, ...).
 void instant(const char *category, const char *name, const Args &args = Args());
 
+/// The event clock now (0 when tracing is off): the start of a span that
+/// `span` records later, perhaps on another thread.
+uint64_t now();
+
+/// A span from `begin` (a `now()`) to now, recorded on the calling thread:
+/// a kernel split across threads, which ends on whichever finishes last.
+void span(const char *category, const std::string *name, uint64_t begin, const Args &args = Args());
+
 /// A span from construction to destruction on this thread ("X" event):
 /// a step, a kernel launch or a piece of one, a sampling pass. Records
 /// nothing (and reads no clock) when tracing is off. The name must outlive

@@ -12,10 +12,17 @@
 namespace quill::test {
 namespace {
 
-TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
+/// Two layers of grouped-query attention, wide enough that the matvecs
+/// are split across threads.
+ModelConfig twoLayerShape(int32_t seqLen) {
   ModelConfig c;
   c.dim = 512, c.hiddenDim = 1376, c.nLayers = 2, c.nHeads = 8, c.nKvHeads = 4;
-  c.vocabSize = 4096, c.seqLen = 32, c.sharedClassifier = false;
+  c.vocabSize = 4096, c.seqLen = seqLen, c.sharedClassifier = false;
+  return c;
+}
+
+TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
+  ModelConfig c = twoLayerShape(32);
   std::string artifact =
       compileArtifact(synthesizeModel(c, "det"), syntheticTokenizer(4096), "det");
   ASSERT_FALSE(artifact.empty());
@@ -53,9 +60,7 @@ TEST(Determinism, FlashDecodingMergesInAFixedOrder) {
 }
 
 TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
-  ModelConfig c;
-  c.dim = 512, c.hiddenDim = 1376, c.nLayers = 2, c.nHeads = 8, c.nKvHeads = 4;
-  c.vocabSize = 4096, c.seqLen = 64, c.sharedClassifier = false;
+  ModelConfig c = twoLayerShape(64);
   std::string artifact =
       compileArtifact(synthesizeModel(c, "det-prefill"), syntheticTokenizer(4096), "det-prefill");
   ASSERT_FALSE(artifact.empty());
@@ -70,6 +75,36 @@ TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
   two.device->prefill(tokens.data(), *two.device->kvCache().append(chunk));
   EXPECT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
             0);
+}
+
+TEST(Determinism, StepTeamGivesTheLogitsOfKernelsSplitOneByOne) {
+  // The step team (pieces claimed from a shared counter) and
+  // the per-kernel split cut the kernels at different rows, and 3 threads
+  // cut them unevenly: every way gives the same bits, decode and prefill.
+  ModelConfig c = twoLayerShape(96);
+  std::string artifact =
+      compileArtifact(synthesizeModel(c, "det-team"), syntheticTokenizer(4096), "det-team");
+  ASSERT_FALSE(artifact.empty());
+  LoadedArtifact team = load(artifact, 3), split = load(artifact, 2);
+  ASSERT_TRUE(team.device && split.device);
+  split.device->setStepTeam(false);
+  int32_t chunk = team.device->prefillChunk();
+  ASSERT_GT(chunk, 0);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < chunk; ++i)
+    tokens.push_back((i * 131 + 7) % c.vocabSize);
+  team.device->prefill(tokens.data(), *team.device->kvCache().append(chunk));
+  split.device->prefill(tokens.data(), *split.device->kvCache().append(chunk));
+  ASSERT_EQ(std::memcmp(team.device->logits(), split.device->logits(), sizeof(float) * c.vocabSize),
+            0);
+  for (int pos = chunk; pos < chunk + 12; ++pos) {
+    int token = (pos * 977 + 1) % c.vocabSize;
+    team.device->step(token, pos);
+    split.device->step(token, pos);
+    ASSERT_EQ(
+        std::memcmp(team.device->logits(), split.device->logits(), sizeof(float) * c.vocabSize), 0)
+        << "position " << pos;
+  }
 }
 
 TEST(Determinism, SeededSamplingGivesTheSameTokensForAnyThreadCount) {

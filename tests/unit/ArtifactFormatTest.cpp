@@ -2,6 +2,7 @@
 // assembled here (no compiler involved).
 #include "runtime/artifact/Artifact.h"
 #include "runtime/support/ByteStream.h"
+#include "runtime/support/ProcessMappings.h"
 
 #include <gtest/gtest.h>
 
@@ -154,19 +155,11 @@ TEST(ArtifactFormat, LoaderAcceptsAGoodFileAndMapsWeightsAligned) {
   EXPECT_EQ(artifact->kernelLibrarySize(), 100u);
 }
 
-/// The file /proc/self/maps names for the mapping that holds `address`
-/// ("" for anonymous memory), or "?" when no mapping holds it.
+/// The file mapped where `address` lies ("" for anonymous memory), or "?"
+/// when no mapping holds it.
 std::string mappedFileOf(const void *address) {
-  std::ifstream maps("/proc/self/maps");
-  const auto at = reinterpret_cast<uintptr_t>(address);
-  for (std::string line; std::getline(maps, line);) {
-    unsigned long long from = 0, to = 0;
-    int pathAt = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %*s %*s %*s %*s %n", &from, &to, &pathAt) >= 2 &&
-        at >= from && at < to)
-      return pathAt > 0 ? line.substr(size_t(pathAt)) : "";
-  }
-  return "?";
+  MappingEntry entry = mappingOf(address);
+  return entry.found ? entry.path : "?";
 }
 
 TEST(ArtifactFormat, CopiedWeightsAreACheckedCopyOfTheFile) {

@@ -1,6 +1,7 @@
 // The anonymous buffers behind the KV caches, scratch and weight copies:
 // alignment, zero contents, pages taken only when touched, huge pages asked.
 #include "runtime/support/LargeBuffer.h"
+#include "runtime/support/ProcessMappings.h"
 
 #include <gtest/gtest.h>
 
@@ -22,21 +23,8 @@ uint64_t residentBytes() {
   return resident * uint64_t(sysconf(_SC_PAGESIZE));
 }
 
-/// The VmFlags line of the /proc/self/smaps mapping that holds `address`;
-/// empty when none does.
-std::string vmFlagsOf(const void *address) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(address);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    unsigned long long from = 0, to = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx ", &from, &to) == 2)
-      inside = at >= from && at < to;
-    else if (inside && line.rfind("VmFlags:", 0) == 0)
-      return line;
-  }
-  return {};
-}
+/// The VmFlags line of the mapping that holds `address`; empty when none does.
+std::string vmFlagsOf(const void *address) { return mappingOf(address).field("VmFlags:"); }
 
 TEST(LargeBuffer, ASmallBufferIsPageAlignedAndZero) {
   LargeBuffer buffer = LargeBuffer::allocate(1000);
@@ -79,6 +67,25 @@ TEST(LargeBuffer, PagesAreTakenWhenTouchedNotWhenAllocated) {
   // Huge pages, where the kernel gave them, lie within what was touched.
   EXPECT_LE(buffer.hugePageBytes(), size_t(64) << 20);
   std::printf("%zu of 64 MiB touched are in huge pages\n", buffer.hugePageBytes() >> 20);
+}
+
+TEST(ProcessMappings, FindsTheMappingOfAnAddressAndItsFields) {
+  LargeBuffer buffer = LargeBuffer::allocate(size_t(1) << 20);
+  ASSERT_TRUE(buffer);
+  MappingEntry anonymous = mappingOf(buffer.data() + 12345);
+  if (!anonymous.found)
+    GTEST_SKIP() << "/proc/self/smaps is not readable here";
+  EXPECT_EQ(anonymous.path, "");
+  // smaps sizes are in kB; the mapping is at least the buffer.
+  EXPECT_GE(anonymous.kibField("Size:"), buffer.size());
+  EXPECT_EQ(anonymous.kibField("NoSuchField:"), 0u);
+  EXPECT_NE(anonymous.field("VmFlags:").find(" rd"), std::string::npos);
+  // Code of this test binary lies in a mapping of the binary's file.
+  MappingEntry code = mappingOf(reinterpret_cast<const void *>(&residentBytes));
+  ASSERT_TRUE(code.found);
+  EXPECT_NE(code.path.find("quill-unit-tests"), std::string::npos) << code.path;
+  // Page 0 is never mapped.
+  EXPECT_FALSE(mappingOf(nullptr).found);
 }
 
 TEST(LargeBuffer, MovingHandsOverTheMemory) {

@@ -62,6 +62,8 @@ const char *runUsage() {
          "                        threads), sampling pass and scheduler decision\n"
          "  --sequential-kernels  run a step's independent kernels one after another\n"
          "                        instead of together (for A/B comparisons)\n"
+         "  --no-step-team        split each large kernel across the threads on its own\n"
+         "                        instead of one team of threads per step (A/B)\n"
          "  --bench               time prefill and decode, probe the machine's bandwidth\n"
          "                        and FMA peak, print both (with --json: as JSON)\n"
          "  --bench-prompt N      prompt tokens for --bench (default 128)\n"
@@ -427,6 +429,8 @@ ErrorOr<RunOptions> parseRunOptions(int argc, char **argv) {
       o.reportDir = *v;
     } else if (arg == "--sequential-kernels") {
       o.sequentialKernels = true;
+    } else if (arg == "--no-step-team") {
+      o.noStepTeam = true;
     } else if (arg == "--perplexity" || arg == "--kl-divergence") {
       QUILL_TRY(v, value());
       if (**v == '\0')

@@ -34,6 +34,7 @@ struct RunOptions {
   bool cuda = false;              ///< --device cuda.
   bool cudaGraphs = true;         ///< CUDA: replay each step as one graph (--no-cuda-graphs).
   bool sequentialKernels = false; ///< Never run independent kernels together.
+  bool noStepTeam = false;        ///< Split kernels one by one (CpuDevice::setStepTeam).
   std::string reportDir;          ///< --report: with --profile, the measured roofline's page.
   bool bench = false;             ///< Measure the model and the machine instead.
   int32_t benchPrompt = 128;      ///< Prompt tokens timed by --bench.

@@ -86,8 +86,9 @@ int runQuill(int argc, char **argv) {
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
-  if (options.cuda && (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
-                       !options.batchSizes.empty() || options.sequentialKernels))
+  if (options.cuda &&
+      (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
+       !options.batchSizes.empty() || options.sequentialKernels || options.noStepTeam))
     return fail("--device cuda runs one sequence (and --bench): no batch step, beams or "
                 "samples on the GPU yet");
   // This run's kind of device, for the artifact and for a --kl-divergence base.
@@ -140,6 +141,8 @@ int runQuill(int argc, char **argv) {
   auto runWith = [&]() -> int {
     if (options.sequentialKernels)
       cpu->setConcurrentKernels(false);
+    if (options.noStepTeam)
+      cpu->setStepTeam(false);
     if (!options.perplexityFile.empty())
       return runQuality(options, *artifact, *tokenizer, device, makeDevice);
     if (options.beamSearch || options.samples > 1 || !options.batchFile.empty()) {
