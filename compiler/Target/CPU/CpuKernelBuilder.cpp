@@ -19,6 +19,10 @@ namespace {
 constexpr int64_t kRowBlock = 8;       ///< Weight rows a matvec streams together.
 constexpr int64_t kDecodeRowBlock = 4; ///< Encoded rows a matvec decodes together.
 constexpr int64_t kDecodedRows = 32;   ///< Encoded rows a matmul decodes at a time.
+/// How far ahead a decode matvec over row groups prefetches its weights:
+/// 110m on 2 Zen 5 threads decoded Q4_0 15-40% and Q4_K_M 1.8x faster
+/// with 8 KiB than with none (2-16 KiB all helped; 1 KiB barely).
+constexpr int64_t kRowGroupPrefetchBytes = 8 << 10;
 } // namespace
 
 CpuKernelBuilder::CpuKernelBuilder(CpuKernelOptions options) : options_(options) {}
@@ -101,7 +105,8 @@ Value CpuKernelBuilder::q8MatVecRows(OpBuilder &b, Location loc, Value weight, V
     return int8RowGroupMatVec(
         b, loc, options_.int8Form, lanes, weight, rounded,
         getValueOrCreateConstantIndexOp(b, loc, firstRow),
-        getValueOrCreateConstantIndexOp(b, loc, divIndex(b, loc, rows, lanes)), init);
+        getValueOrCreateConstantIndexOp(b, loc, divIndex(b, loc, rows, lanes)), init,
+        options_.prefetchWeights ? kRowGroupPrefetchBytes : 0);
   }
   // Blocks of 4 rows, then the leftover rows one by one with the same
   // kernel.

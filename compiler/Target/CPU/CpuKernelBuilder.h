@@ -260,6 +260,8 @@ public:
   RowGroupBlock block(int64_t s);
   /// Loads every word of the chunk now (the loads in flight together).
   void loadAll();
+  /// Where the chunk's bytes start in `flat`.
+  Value offset() const { return at; }
 
 private:
   Value bytesAt(int64_t offset, int64_t n);
@@ -333,9 +335,11 @@ Value accumulateGroupStep(OpBuilder &b, Location loc, Int8DotForm form, Type ele
 /// Rows [first, first + groups * lanes) of W @ x into `init`: each group's
 /// steps as vpdpbusd of its word vectors with the input's words
 /// broadcast, one FMA per step (two for Q4_K and Q6_K) into one f32 lane
-/// per row.
+/// per row. `prefetchBytes` > 0: each chunk's lines are prefetched that
+/// many bytes ahead in the weight's storage.
 Value int8RowGroupMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t lanes, Value weight,
-                         const Int8Input &input, Value first, Value groups, Value init);
+                         const Int8Input &input, Value first, Value groups, Value init,
+                         int64_t prefetchBytes);
 
 /// Attention scores and weighted sums of heads of 8 or 16 dimensions as
 /// vector microkernels, or a null Value where the shapes do not fit

@@ -84,8 +84,9 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
     Option<"prefetchWeights", "prefetch-weights", "bool", /*default=*/"true",
            "Register-tiled matmuls prefetch the next block of weight rows "
            "(memref.prefetch) while computing this one: the hardware prefetcher "
-           "does not run ahead across a block's strided row streams "
-           "(quill-compile --no-prefetch turns it off)">,
+           "does not run ahead across a block's strided row streams; decode's "
+           "products over row groups prefetch each chunk's lines 8 KiB ahead "
+           "(quill-compile --no-prefetch turns both off)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with "
            "q8_input run as int8 dot products (vpdpbusd, or AVX2's with "

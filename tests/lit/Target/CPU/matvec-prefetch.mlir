@@ -1,4 +1,5 @@
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true prefetch-weights=0" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --check-prefix=NEUTRAL
 // NEUTRAL-NOT: memref.prefetch
 
@@ -36,5 +37,30 @@ func.func @q8_0(%x: tensor<64xf32>, %m: memref<8x68xi8>, %b: index, %e: index) -
   %bytes = bufferization.to_tensor %m restrict : memref<8x68xi8> to tensor<8x68xi8>
   %w = quill.weight_view %bytes : tensor<8x68xi8> -> tensor<8x64x!quill.q8_0>
   %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<8x64x!quill.q8_0> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// Over row groups (decode's 16 rows as one stream), each chunk's lines
+// (a Q4_0 group block: 16 x 18 = 288 bytes, five lines) are prefetched
+// 8 KiB further on in the weight's bytes, clamped to its last byte (1151),
+// as [row, column] of the buffer. prefetch-weights=0 leaves them out.
+// CHECK-LABEL: func.func @q4_0_row_groups
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: %[[AT:.*]] = arith.minui %{{.*}}, %c1151
+// CHECK: %[[ROW:.*]] = arith.divui %[[AT]], %c36
+// CHECK: %[[COL:.*]] = arith.remui %[[AT]], %c36
+// CHECK: memref.prefetch %arg1[%[[ROW]], %[[COL]]], read, locality<3>, data : memref<32x36xi8>
+// CHECK-COUNT-4: memref.prefetch %arg1
+// CHECK-NOT: memref.prefetch
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// OFF-LABEL: func.func @q4_0_row_groups
+// OFF-NOT: memref.prefetch
+func.func @q4_0_row_groups(%x: tensor<64xf32>, %m: memref<32x36xi8>, %b: index, %e: index) -> tensor<?xf32> {
+  %bytes = bufferization.to_tensor %m restrict : memref<32x36xi8> to tensor<32x36xi8>
+  %w = quill.weight_view %bytes : tensor<32x36xi8> -> tensor<32x64x!quill.q4_0, #quill.row_groups<16>>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<32x64x!quill.q4_0, #quill.row_groups<16>> -> tensor<?xf32>
   return %y : tensor<?xf32>
 }
