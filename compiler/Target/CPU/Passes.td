@@ -85,7 +85,8 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "Register-tiled matmuls prefetch the next block of weight rows "
            "(memref.prefetch) while computing this one: the hardware prefetcher "
            "does not run ahead across a block's strided row streams; decode's "
-           "products over row groups prefetch each chunk's lines 8 KiB ahead "
+           "products over Q4_0, Q4_K and Q6_K row groups prefetch each chunk's "
+           "lines 8 KiB ahead "
            "(quill-compile --no-prefetch turns both off)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with "

@@ -64,3 +64,18 @@ func.func @q4_0_row_groups(%x: tensor<64xf32>, %m: memref<32x36xi8>, %b: index, 
   %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<32x64x!quill.q4_0, #quill.row_groups<16>> -> tensor<?xf32>
   return %y : tensor<?xf32>
 }
+
+// -----
+
+// Q8_0 row groups stream without prefetches (the hardware prefetchers keep
+// up with its lighter decode).
+// CHECK-LABEL: func.func @q8_0_row_groups
+// CHECK-NOT: memref.prefetch
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// CHECK-NOT: memref.prefetch
+func.func @q8_0_row_groups(%x: tensor<64xf32>, %m: memref<32x68xi8>, %b: index, %e: index) -> tensor<?xf32> {
+  %bytes = bufferization.to_tensor %m restrict : memref<32x68xi8> to tensor<32x68xi8>
+  %w = quill.weight_view %bytes : tensor<32x68xi8> -> tensor<32x64x!quill.q8_0, #quill.row_groups<16>>
+  %y = quill.linear %x, %w tile[%b, %e] {q8_input} : tensor<64xf32>, tensor<32x64x!quill.q8_0, #quill.row_groups<16>> -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
