@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -203,6 +204,7 @@ struct CpuDevice::TeamStep {
   const CpuDevice *device;
   const std::vector<Launch> *launches;
   int32_t token, pos;
+  bool traced; ///< Decided once per step: spans_ is ready for it.
 };
 
 void CpuDevice::runAsTeam(const std::vector<Launch> &launches, const std::vector<size_t> &waves,
@@ -234,12 +236,14 @@ void CpuDevice::runAsTeam(const std::vector<Launch> &launches, const std::vector
       spans_.reset(new LaunchSpan[launches.size()]);
       spanCount_ = launches.size();
     }
-    for (const StepPiece &p : plan_.pieces)
+    for (const StepPiece &p : plan_.pieces) {
       spans_[p.launch].running.store(0, std::memory_order_relaxed);
+      spans_[p.launch].start.store(UINT64_MAX, std::memory_order_relaxed);
+    }
     for (const StepPiece &p : plan_.pieces)
       spans_[p.launch].running.fetch_add(1, std::memory_order_relaxed);
   }
-  TeamStep step{this, &launches, token, pos};
+  TeamStep step{this, &launches, token, pos, trace::enabled()};
   runStepTeam(arena_, plan_, &CpuDevice::runPiece, &step);
 }
 
@@ -247,7 +251,7 @@ void CpuDevice::runPiece(void *team, const StepPiece &piece) {
   const TeamStep &step = *static_cast<const TeamStep *>(team);
   const Launch &l = (*step.launches)[piece.launch];
   void *const *args = l.pointers.data();
-  if (!trace::enabled()) {
+  if (!step.traced) {
     l.kernel(args, step.token, step.pos, piece.begin, piece.end);
     return;
   }
@@ -258,17 +262,20 @@ void CpuDevice::runPiece(void *team, const StepPiece &piece) {
     l.kernel(args, step.token, step.pos, piece.begin, piece.end);
     return;
   }
-  // A split kernel: a span per piece, and the kernel's own from its first
-  // piece's start, recorded by whichever piece ends last.
-  if (piece.begin == 0)
-    span.start = trace::now();
+  // A split kernel: a span per piece, and the kernel's own from its
+  // earliest piece's start, recorded by whichever piece ends last.
+  const uint64_t start = trace::now();
+  for (uint64_t seen = span.start.load(std::memory_order_relaxed);
+       start < seen && !span.start.compare_exchange_weak(seen, start, std::memory_order_relaxed);)
+    ;
   {
     trace::Scope traced("piece", l.name,
                         trace::Args().add("begin", piece.begin).add("end", piece.end));
     l.kernel(args, step.token, step.pos, piece.begin, piece.end);
   }
   if (span.running.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    trace::span("kernel", l.name, span.start, trace::Args().add("units", work));
+    trace::span("kernel", l.name, span.start.load(std::memory_order_relaxed),
+                trace::Args().add("units", work));
 }
 
 void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, int32_t pos) {

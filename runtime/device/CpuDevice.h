@@ -109,10 +109,11 @@ private:
   bool concurrentKernels_ = true;
   bool stepTeam_ = true;
   StepPlan plan_; ///< The step team's pieces, rebuilt every step (live rows vary).
-  /// Per launch while tracing a team step: the start of its first piece and
-  /// how many pieces are still running, so the last one records the kernel.
+  /// Per launch while tracing a team step: the start of its earliest piece
+  /// and how many pieces are still running, so the last one records the
+  /// kernel.
   struct LaunchSpan {
-    uint64_t start = 0;
+    std::atomic<uint64_t> start{0}; ///< The earliest of its pieces' starts.
     std::atomic<int> running{0};
   };
   std::unique_ptr<LaunchSpan[]> spans_;

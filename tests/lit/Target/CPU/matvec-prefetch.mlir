@@ -49,11 +49,19 @@ func.func @q8_0(%x: tensor<64xf32>, %m: memref<8x68xi8>, %b: index, %e: index) -
 // CHECK-LABEL: func.func @q4_0_row_groups
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: %[[AT:.*]] = arith.minui %{{.*}}, %c1151
-// CHECK: %[[ROW:.*]] = arith.divui %[[AT]], %c36
-// CHECK: %[[COL:.*]] = arith.remui %[[AT]], %c36
-// CHECK: memref.prefetch %arg1[%[[ROW]], %[[COL]]], read, locality<3>, data : memref<32x36xi8>
-// CHECK-COUNT-4: memref.prefetch %arg1
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[CHUNK:.*]], %c8192
+// CHECK-NEXT: %[[AT:.*]] = arith.minui %[[AHEAD]], %c1151
+// CHECK-NEXT: %[[ROW:.*]] = arith.divui %[[AT]], %c36
+// CHECK-NEXT: %[[COL:.*]] = arith.remui %[[AT]], %c36
+// CHECK-NEXT: memref.prefetch %arg1[%[[ROW]], %[[COL]]], read, locality<3>, data : memref<32x36xi8>
+// CHECK: arith.addi %[[CHUNK]], %c8256
+// CHECK: memref.prefetch %arg1
+// CHECK: arith.addi %[[CHUNK]], %c8320
+// CHECK: memref.prefetch %arg1
+// CHECK: arith.addi %[[CHUNK]], %c8384
+// CHECK: memref.prefetch %arg1
+// CHECK: arith.addi %[[CHUNK]], %c8448
+// CHECK: memref.prefetch %arg1
 // CHECK-NOT: memref.prefetch
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // OFF-LABEL: func.func @q4_0_row_groups
