@@ -34,6 +34,10 @@ struct PipelineOptions {
   bool shareWeights = true;
   /// CPU: matmuls prefetch the next block of weight rows (off for A/B).
   bool prefetchWeights = true;
+  /// CPU: how many bytes ahead decode's products over row groups prefetch
+  /// their weights, for every type (0: none); unset: the target's choice
+  /// per type.
+  std::optional<int64_t> rowGroupPrefetchBytes;
   /// CPU: products over Q8_0 activations as int8 dot products, vpdpbusd or
   /// AVX2's (off for A/B: every product decodes the weights to f32).
   bool int8Dot = true;

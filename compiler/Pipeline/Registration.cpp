@@ -52,6 +52,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
                             llvm::cl::init(true)};
   Option<bool> prefetch{*this, "prefetch", llvm::cl::desc("CPU: matmuls prefetch weights"),
                         llvm::cl::init(true)};
+  Option<int64_t> prefetchDistance{
+      *this, "weight-prefetch-distance",
+      llvm::cl::desc("CPU: bytes ahead that decode over row groups prefetches (-1: per type)"),
+      llvm::cl::init(-1)};
   Option<bool> int8Dot{*this, "int8-dot",
                        llvm::cl::desc("CPU: products over Q8_0 activations as int8 dot "
                                       "products (vpdpbusd, or AVX2's vpmaddubsw)"),
@@ -99,6 +103,10 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       options.attentionChunk = attentionChunk;
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
+    if (prefetchDistance < -1 || (prefetchDistance >= 0 && prefetchDistance % 64 != 0))
+      return Status::error("weight-prefetch-distance must be -1 or a multiple of 64 bytes");
+    if (prefetchDistance >= 0)
+      options.rowGroupPrefetchBytes = prefetchDistance;
     options.int8Dot = int8Dot;
     options.int8MatMul = int8MatMul;
     options.rowGroups = rowGroups;

@@ -199,9 +199,20 @@ void CpuDevice::run(const std::vector<Launch> &launches, const std::vector<size_
   }
 }
 
+namespace {
+/// The arguments of a kernel's trace span, and of one piece's (none when
+/// not tracing, so the hot path builds nothing).
+trace::Args kernelSpanArgs(int64_t work) {
+  return trace::enabled() ? trace::Args().add("units", work) : trace::Args();
+}
+trace::Args pieceSpanArgs(int64_t begin, int64_t end) {
+  return trace::enabled() ? trace::Args().add("begin", begin).add("end", end) : trace::Args();
+}
+} // namespace
+
 /// What a team's pieces need to know of their step.
 struct CpuDevice::TeamStep {
-  const CpuDevice *device;
+  CpuDevice *device;
   const std::vector<Launch> *launches;
   int32_t token, pos;
   bool traced; ///< Decided once per step: spans_ is ready for it.
@@ -232,10 +243,9 @@ void CpuDevice::runAsTeam(const std::vector<Launch> &launches, const std::vector
       plan_.endWave();
   }
   if (trace::enabled()) {
-    if (spanCount_ < launches.size()) {
-      spans_.reset(new LaunchSpan[launches.size()]);
-      spanCount_ = launches.size();
-    }
+    // Moving the vector moves no element (an atomic cannot be moved).
+    if (spans_.size() < launches.size())
+      spans_ = std::vector<LaunchSpan>(launches.size());
     for (const StepPiece &p : plan_.pieces) {
       spans_[p.launch].running.store(0, std::memory_order_relaxed);
       spans_[p.launch].start.store(UINT64_MAX, std::memory_order_relaxed);
@@ -258,7 +268,7 @@ void CpuDevice::runPiece(void *team, const StepPiece &piece) {
   LaunchSpan &span = step.device->spans_[piece.launch];
   const int64_t work = liveWork(l.work, l.liveRowUnits, step.token);
   if (piece.begin == 0 && piece.end == work) {
-    trace::Scope traced("kernel", l.name, trace::Args().add("units", work));
+    trace::Scope traced("kernel", l.name, kernelSpanArgs(work));
     l.kernel(args, step.token, step.pos, piece.begin, piece.end);
     return;
   }
@@ -269,13 +279,11 @@ void CpuDevice::runPiece(void *team, const StepPiece &piece) {
        start < seen && !span.start.compare_exchange_weak(seen, start, std::memory_order_relaxed);)
     ;
   {
-    trace::Scope traced("piece", l.name,
-                        trace::Args().add("begin", piece.begin).add("end", piece.end));
+    trace::Scope traced("piece", l.name, pieceSpanArgs(piece.begin, piece.end));
     l.kernel(args, step.token, step.pos, piece.begin, piece.end);
   }
   if (span.running.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    trace::span("kernel", l.name, span.start.load(std::memory_order_relaxed),
-                trace::Args().add("units", work));
+    trace::span("kernel", l.name, span.start.load(std::memory_order_relaxed), kernelSpanArgs(work));
 }
 
 void CpuDevice::runInOrder(const Launch *launches, size_t count, int32_t token, int32_t pos) {
@@ -299,8 +307,7 @@ void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
     if (work <= 0)
       return;
     // The launch on the thread that issued it; its pieces on the workers.
-    trace::Scope traced("kernel", launch.name,
-                        trace::enabled() ? trace::Args().add("units", work) : trace::Args());
+    trace::Scope traced("kernel", launch.name, kernelSpanArgs(work));
     if (!launch.parallel || arena_.max_concurrency() == 1 || work <= launch.grain) {
       launch.kernel(args, token, pos, 0, work);
       return;
@@ -311,10 +318,7 @@ void CpuDevice::launch(const Launch &launch, int32_t token, int32_t pos) {
       tbb::parallel_for(
           tbb::blocked_range<int64_t>(0, work, launch.grain),
           [&](const tbb::blocked_range<int64_t> &range) {
-            trace::Scope piece(
-                "piece", launch.name,
-                trace::enabled() ? trace::Args().add("begin", range.begin()).add("end", range.end())
-                                 : trace::Args());
+            trace::Scope piece("piece", launch.name, pieceSpanArgs(range.begin(), range.end()));
             launch.kernel(args, token, pos, range.begin(), range.end());
           },
           tbb::static_partitioner());

@@ -116,8 +116,7 @@ private:
     std::atomic<uint64_t> start{0}; ///< The earliest of its pieces' starts.
     std::atomic<int> running{0};
   };
-  std::unique_ptr<LaunchSpan[]> spans_;
-  size_t spanCount_ = 0;
+  std::vector<LaunchSpan> spans_;
   const float *stepLogits_ = nullptr, *prefillLogits_ = nullptr, *batchLogits_ = nullptr;
   const float *logits_ = nullptr; ///< Of whichever ran last.
   int32_t prefillChunk_ = 0;

@@ -236,6 +236,15 @@ TEST_F(CudaArtifact, NoDriverOrNoDeviceIsOneLine) {
       run(quote(tool("quill-run")) + " " + quote(path) + " --no-cuda-graphs -n 4");
   EXPECT_NE(graphsOnCpu.exitCode, 0);
   EXPECT_EQ(graphsOnCpu.err, "quill-run: --no-cuda-graphs is for --device cuda\n");
+  // The CPU's scheduling flags mean nothing on the GPU: refused, not ignored.
+  for (const char *flag : {"--sequential-kernels", "--no-step-team"}) {
+    CommandResult cpuOnly =
+        run(withMockDriver() + quote(path) + " --device cuda " + flag + " -n 4");
+    EXPECT_NE(cpuOnly.exitCode, 0) << flag;
+    EXPECT_EQ(cpuOnly.out, "") << flag;
+    EXPECT_EQ(cpuOnly.err, std::string("quill-run: ") + flag +
+                               " schedules the CPU's threads: not with --device cuda\n");
+  }
 
   CommandResult beams = run(withMockDriver() + quote(path) + " --device cuda --beams 2 -n 4");
   EXPECT_NE(beams.exitCode, 0);

@@ -21,6 +21,36 @@ ModelConfig twoLayerShape(int32_t seqLen) {
   return c;
 }
 
+/// True when both devices hold the same logits, bit for bit.
+bool sameLogits(const LoadedArtifact &a, const LoadedArtifact &b, int32_t vocab) {
+  return std::memcmp(a.device->logits(), b.device->logits(), sizeof(float) * vocab) == 0;
+}
+
+/// Steps both devices through `steps` positions from `firstPos` with the
+/// same tokens (`pos * stride + 1`) and checks their logits after each.
+void expectSameDecodeLogits(LoadedArtifact &a, LoadedArtifact &b, int32_t firstPos, int32_t steps,
+                            int32_t vocab, int32_t stride) {
+  for (int32_t pos = firstPos; pos < firstPos + steps; ++pos) {
+    int32_t token = (pos * stride + 1) % vocab;
+    a.device->step(token, pos);
+    b.device->step(token, pos);
+    ASSERT_TRUE(sameLogits(a, b, vocab)) << "position " << pos;
+  }
+}
+
+/// Prefills one chunk of the same tokens (`i * 131 + offset`) on both
+/// devices and checks their logits.
+void expectSamePrefillLogits(LoadedArtifact &a, LoadedArtifact &b, int32_t vocab, int32_t offset) {
+  int32_t chunk = a.device->prefillChunk();
+  ASSERT_GT(chunk, 0);
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < chunk; ++i)
+    tokens.push_back((i * 131 + offset) % vocab);
+  a.device->prefill(tokens.data(), *a.device->kvCache().append(chunk));
+  b.device->prefill(tokens.data(), *b.device->kvCache().append(chunk));
+  ASSERT_TRUE(sameLogits(a, b, vocab));
+}
+
 TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
   ModelConfig c = twoLayerShape(32);
   std::string artifact =
@@ -28,14 +58,7 @@ TEST(Determinism, LogitsAreBitwiseEqualForOneAndTwoThreads) {
   ASSERT_FALSE(artifact.empty());
   LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
   ASSERT_TRUE(one.device && two.device);
-  for (int pos = 0; pos < 16; ++pos) {
-    int token = (pos * 977 + 1) % c.vocabSize;
-    one.device->step(token, pos);
-    two.device->step(token, pos);
-    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
-              0)
-        << "position " << pos;
-  }
+  expectSameDecodeLogits(one, two, 0, 16, c.vocabSize, 977);
 }
 
 TEST(Determinism, FlashDecodingMergesInAFixedOrder) {
@@ -49,14 +72,7 @@ TEST(Determinism, FlashDecodingMergesInAFixedOrder) {
   ASSERT_FALSE(artifact.empty());
   LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
   ASSERT_TRUE(one.device && two.device);
-  for (int pos = 0; pos < 300; ++pos) {
-    int token = (pos * 37 + 1) % c.vocabSize;
-    one.device->step(token, pos);
-    two.device->step(token, pos);
-    ASSERT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
-              0)
-        << "position " << pos;
-  }
+  expectSameDecodeLogits(one, two, 0, 300, c.vocabSize, 37);
 }
 
 TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
@@ -66,15 +82,7 @@ TEST(Determinism, PrefillLogitsAreBitwiseEqualForOneAndTwoThreads) {
   ASSERT_FALSE(artifact.empty());
   LoadedArtifact one = load(artifact, 1), two = load(artifact, 2);
   ASSERT_TRUE(one.device && two.device);
-  int32_t chunk = one.device->prefillChunk();
-  ASSERT_GT(chunk, 0);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < chunk; ++i)
-    tokens.push_back((i * 131 + 1) % c.vocabSize);
-  one.device->prefill(tokens.data(), *one.device->kvCache().append(chunk));
-  two.device->prefill(tokens.data(), *two.device->kvCache().append(chunk));
-  EXPECT_EQ(std::memcmp(one.device->logits(), two.device->logits(), sizeof(float) * c.vocabSize),
-            0);
+  expectSamePrefillLogits(one, two, c.vocabSize, 1);
 }
 
 TEST(Determinism, StepTeamGivesTheLogitsOfKernelsSplitOneByOne) {
@@ -88,23 +96,8 @@ TEST(Determinism, StepTeamGivesTheLogitsOfKernelsSplitOneByOne) {
   LoadedArtifact team = load(artifact, 3), split = load(artifact, 2);
   ASSERT_TRUE(team.device && split.device);
   split.device->setStepTeam(false);
-  int32_t chunk = team.device->prefillChunk();
-  ASSERT_GT(chunk, 0);
-  std::vector<int32_t> tokens;
-  for (int i = 0; i < chunk; ++i)
-    tokens.push_back((i * 131 + 7) % c.vocabSize);
-  team.device->prefill(tokens.data(), *team.device->kvCache().append(chunk));
-  split.device->prefill(tokens.data(), *split.device->kvCache().append(chunk));
-  ASSERT_EQ(std::memcmp(team.device->logits(), split.device->logits(), sizeof(float) * c.vocabSize),
-            0);
-  for (int pos = chunk; pos < chunk + 12; ++pos) {
-    int token = (pos * 977 + 1) % c.vocabSize;
-    team.device->step(token, pos);
-    split.device->step(token, pos);
-    ASSERT_EQ(
-        std::memcmp(team.device->logits(), split.device->logits(), sizeof(float) * c.vocabSize), 0)
-        << "position " << pos;
-  }
+  ASSERT_NO_FATAL_FAILURE(expectSamePrefillLogits(team, split, c.vocabSize, 7));
+  expectSameDecodeLogits(team, split, team.device->prefillChunk(), 12, c.vocabSize, 977);
 }
 
 TEST(Determinism, SeededSamplingGivesTheSameTokensForAnyThreadCount) {

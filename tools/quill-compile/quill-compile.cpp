@@ -111,6 +111,11 @@ struct Flags {
       "no-prefetch",
       cl::desc("Matmuls do not prefetch the next block of weight rows, for A/B comparisons"),
       cl::cat(category)};
+  cl::opt<int64_t> prefetchDistance{
+      "weight-prefetch-distance",
+      cl::desc("Bytes ahead that decode's products over row groups prefetch their weights "
+               "(0: none; default: 8192 for Q4_0, Q4_K and Q6_K, none for Q8_0)"),
+      cl::cat(category)};
   cl::opt<bool> noInt8Dot{
       "no-int8-dot",
       cl::desc("Products over Q8_0, Q4_0, Q4_K and Q6_K weights decode the weights to f32 "
@@ -237,6 +242,21 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
+  if (flags.prefetchDistance.getNumOccurrences() != 0) {
+    if (flags.noPrefetch) {
+      llvm::errs()
+          << "quill-compile: --weight-prefetch-distance and --no-prefetch exclude each other\n";
+      return false;
+    }
+    if (flags.prefetchDistance < 0 || flags.prefetchDistance > (1 << 20) ||
+        flags.prefetchDistance % 64 != 0) {
+      llvm::errs()
+          << "quill-compile: --weight-prefetch-distance must be a multiple of 64 from 0 to "
+             "1048576 bytes\n";
+      return false;
+    }
+    options.pipeline.rowGroupPrefetchBytes = flags.prefetchDistance;
+  }
   options.pipeline.int8Dot = !flags.noInt8Dot;
   options.pipeline.int8MatMul = !flags.noInt8MatMul;
   options.pipeline.rowGroups = !flags.noRowGroups;

@@ -256,6 +256,10 @@ Status checkCombinations(RunOptions &o, const BeamSearchOptions &beams, bool bea
     return s;
   if (!o.cudaGraphs && !o.cuda)
     return Status::error("--no-cuda-graphs is for --device cuda");
+  if (o.cuda && (o.sequentialKernels || o.noStepTeam))
+    return Status::error(
+        std::string(o.sequentialKernels ? "--sequential-kernels" : "--no-step-team") +
+        " schedules the CPU's threads: not with --device cuda");
   if (!o.reportDir.empty() && !o.profile)
     return Status::error("--report draws the profiled kernels: it needs --profile");
   if (!o.batchFile.empty() && !o.prompt.empty())

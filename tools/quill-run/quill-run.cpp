@@ -86,9 +86,8 @@ int runQuill(int argc, char **argv) {
 
   int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::task_arena arena(threads);
-  if (options.cuda &&
-      (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
-       !options.batchSizes.empty() || options.sequentialKernels || options.noStepTeam))
+  if (options.cuda && (options.beamSearch || options.samples > 1 || !options.batchFile.empty() ||
+                       !options.batchSizes.empty()))
     return fail("--device cuda runs one sequence (and --bench): no batch step, beams or "
                 "samples on the GPU yet");
   // This run's kind of device, for the artifact and for a --kl-divergence base.

@@ -55,6 +55,9 @@ struct CpuKernelOptions {
   /// A prefill's attention over wide heads takes blocks of query rows
   /// together (attentionRowBlock; off for A/B: one row at a time).
   bool attentionRowBlocks = true;
+  /// With prefetchWeights: bytes ahead that decode's products over row
+  /// groups prefetch, for every type (0: none); -1: the choice per type.
+  int64_t rowGroupPrefetchBytes = -1;
 };
 
 class CpuKernelBuilder : public KernelBuilder {

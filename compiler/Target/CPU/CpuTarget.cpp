@@ -114,6 +114,7 @@ public:
         mlir::quill::CpuLowerKernelsOptions kernels;
         kernels.vectorWidth = (*machine)->vectorWidth();
         kernels.prefetchWeights = options.prefetchWeights;
+        kernels.rowGroupPrefetchBytes = options.rowGroupPrefetchBytes.value_or(-1);
         kernels.int8Dot = options.int8Dot && hasInt8Products(**machine);
         kernels.int8Vnni = (*machine)->hasInt8Dot();
         kernels.int8Dot512 = (*machine)->hasInt8Dot512();

@@ -330,10 +330,7 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t l
   const int64_t rowBytes = rowStorageBytes(weightType);
   const int64_t chunkBytes = lanes * weightFormatOf(element)->blockBytes;
   Value storageMemref;
-  // Not Q8_0: its decode does the least work per byte, the hardware
-  // prefetchers keep up with it, and the prefetches (9 per 8 products) cost
-  // 0-12% of its step in the measurements.
-  if (prefetchBytes > 0 && !isa<Q8_0Type>(element))
+  if (prefetchBytes > 0)
     if (auto toTensor = weightStorage(weight).getDefiningOp<bufferization::ToTensorOp>())
       if (cast<MemRefType>(toTensor.getBuffer().getType()).getRank() == 2)
         storageMemref = toTensor.getBuffer();

@@ -26,11 +26,17 @@ struct CpuLowerKernelsPass : mlir::quill::impl::CpuLowerKernelsBase<CpuLowerKern
           << static_cast<int64_t>(vectorWidth);
       return signalPassFailure();
     }
+    if (rowGroupPrefetchBytes < -1) {
+      getOperation().emitError("quill-cpu-lower-kernels: weight-prefetch-distance must be -1 (per "
+                               "type) or a byte count, not ")
+          << static_cast<int64_t>(rowGroupPrefetchBytes);
+      return signalPassFailure();
+    }
     if (failed(verifyBlockWeightsHaveBytes(getOperation())))
       return signalPassFailure();
     auto builder = std::make_shared<const CpuKernelBuilder>(CpuKernelOptions{
         vectorWidth, prefetchWeights, int8Dot, int8Vnni ? Int8DotForm::Vnni : Int8DotForm::Avx2,
-        int8Dot512, int8MatMul, bf16Dot, attentionRowBlocks});
+        int8Dot512, int8MatMul, bf16Dot, attentionRowBlocks, rowGroupPrefetchBytes});
     RewritePatternSet patterns(&getContext());
     populateLowerMatVecPatterns(patterns, builder);
     populateLowerAttentionPatterns(patterns, builder);

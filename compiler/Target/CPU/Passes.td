@@ -88,6 +88,11 @@ def CpuLowerKernels : Pass<"quill-cpu-lower-kernels", "ModuleOp"> {
            "products over Q4_0, Q4_K and Q6_K row groups prefetch each chunk's "
            "lines 8 KiB ahead "
            "(quill-compile --no-prefetch turns both off)">,
+    Option<"rowGroupPrefetchBytes", "weight-prefetch-distance", "int64_t", /*default=*/"-1",
+           "With prefetch-weights: how many bytes ahead decode's products "
+           "over row groups prefetch their weights, for every type (0: "
+           "none); -1: per type, 8 KiB for Q4_0, Q4_K and Q6_K and none for "
+           "Q8_0 (quill-compile --weight-prefetch-distance)">,
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "Decode's products over Q8_0, Q4_0, Q4_K and Q6_K weights with "
            "q8_input run as int8 dot products (vpdpbusd, or AVX2's with "

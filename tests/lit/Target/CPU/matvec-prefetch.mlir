@@ -1,6 +1,9 @@
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true prefetch-weights=0" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=OFF
+// RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true weight-prefetch-distance=1024" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s --check-prefix=DIST
+// RUN: not quill-opt %s -split-input-file --quill-cpu-lower-kernels="weight-prefetch-distance=-2" 2>&1 | FileCheck %s --check-prefix=BADDIST
 // RUN: quill-opt %s -split-input-file --quill-lower-to-linalg | FileCheck %s --check-prefix=NEUTRAL
+// BADDIST: weight-prefetch-distance must be -1 (per type) or a byte count, not -2
 // NEUTRAL-NOT: memref.prefetch
 
 // Decode's products over a kernel's weight buffer prefetch, for each row of
@@ -66,6 +69,11 @@ func.func @q8_0(%x: tensor<64xf32>, %m: memref<8x68xi8>, %b: index, %e: index) -
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // OFF-LABEL: func.func @q4_0_row_groups
 // OFF-NOT: memref.prefetch
+// weight-prefetch-distance sets the distance for every type.
+// DIST-LABEL: func.func @q4_0_row_groups
+// DIST: %[[AHEAD:.*]] = arith.addi %{{.*}}, %c1024
+// DIST-NEXT: arith.minui %[[AHEAD]], %c1151
+// DIST: memref.prefetch %arg1
 func.func @q4_0_row_groups(%x: tensor<64xf32>, %m: memref<32x36xi8>, %b: index, %e: index) -> tensor<?xf32> {
   %bytes = bufferization.to_tensor %m restrict : memref<32x36xi8> to tensor<32x36xi8>
   %w = quill.weight_view %bytes : tensor<32x36xi8> -> tensor<32x64x!quill.q4_0, #quill.row_groups<16>>
@@ -76,11 +84,17 @@ func.func @q4_0_row_groups(%x: tensor<64xf32>, %m: memref<32x36xi8>, %b: index, 
 // -----
 
 // Q8_0 row groups stream without prefetches (the hardware prefetchers keep
-// up with its lighter decode).
+// up with its lighter decode), unless weight-prefetch-distance asks for them: a
+// group block of 16 x 34 = 544 bytes is nine lines.
 // CHECK-LABEL: func.func @q8_0_row_groups
 // CHECK-NOT: memref.prefetch
 // CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // CHECK-NOT: memref.prefetch
+// DIST-LABEL: func.func @q8_0_row_groups
+// DIST: %[[AHEAD:.*]] = arith.addi %[[CHUNK:.*]], %c1024
+// DIST-NEXT: arith.minui %[[AHEAD]], %c2175
+// DIST-COUNT-9: memref.prefetch %arg1
+// DIST-NOT: memref.prefetch
 func.func @q8_0_row_groups(%x: tensor<64xf32>, %m: memref<32x68xi8>, %b: index, %e: index) -> tensor<?xf32> {
   %bytes = bufferization.to_tensor %m restrict : memref<32x68xi8> to tensor<32x68xi8>
   %w = quill.weight_view %bytes : tensor<32x68xi8> -> tensor<32x64x!quill.q8_0, #quill.row_groups<16>>
