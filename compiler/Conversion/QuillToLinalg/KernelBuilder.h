@@ -89,6 +89,13 @@ public:
   /// another rewrites.
   virtual bool privateRows() const { return false; }
 
+  /// Whether a decode projection's rotary embedding computes the cos and
+  /// sin of each of a head's head_dim / 2 pairs once per call (a table the
+  /// heads share), instead of once per rotated row: worth it where a call
+  /// computes many rows (a CPU thread's tile), not where it computes one
+  /// unit of a few (a GPU thread's).
+  virtual bool ropeTablePerCall() const { return false; }
+
   /// Called with each op lowered through this builder's reductions, so a
   /// target can mark the kernel around it (e.g. as run by a warp).
   virtual void noteLowered(Operation *op) const {}

@@ -219,6 +219,24 @@ std::pair<Value, Value> ropeCosSin(OpBuilder &b, Location loc, Value d, Value po
   return {cos, sin};
 }
 
+std::pair<Value, Value> ropeCosSinTables(OpBuilder &b, Location loc, Value position,
+                                         const RopeFrequencies &frequencies) {
+  auto f32 = b.getF32Type();
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{frequencies.headDim / 2}, f32);
+  AffineMap identity = b.getMultiDimIdentityMap(1);
+  auto table = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType(), init.getType()}, ValueRange{}, ValueRange{init, init},
+      SmallVector<AffineMap>{identity, identity},
+      SmallVector<utils::IteratorType>{utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value j = linalg::IndexOp::create(nb, l, 0);
+        Value d = arith::MulIOp::create(nb, l, j, arith::ConstantIndexOp::create(nb, l, 2));
+        auto [cos, sin] = ropeCosSin(nb, l, d, position, frequencies);
+        linalg::YieldOp::create(nb, l, ValueRange{cos, sin});
+      });
+  return {table.getResult(0), table.getResult(1)};
+}
+
 Value rotateWith(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value cos,
                  Value sin) {
   Value even = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, v0, cos),

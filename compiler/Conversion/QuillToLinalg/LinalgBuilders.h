@@ -85,6 +85,10 @@ Value rotatePair(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, V
 /// factor), which every head at that position shares...
 std::pair<Value, Value> ropeCosSin(OpBuilder &b, Location loc, Value d, Value position,
                                    const RopeFrequencies &frequencies);
+/// Both as tables of a head's head_dim / 2 pairs (tensor<head_dim/2 x f32>
+/// each) at `position`: entry j is ropeCosSin's for pair d = 2j.
+std::pair<Value, Value> ropeCosSinTables(OpBuilder &b, Location loc, Value position,
+                                         const RopeFrequencies &frequencies);
 /// ... and the rotation by them.
 Value rotateWith(OpBuilder &b, Location loc, Value v0, Value v1, Value parity, Value cos,
                  Value sin);

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::quill;
 
@@ -287,6 +289,10 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
     // Rotate the Q and K rows; V rows pass through.
     Value firstValue = getValueOrCreateConstantIndexOp(b, loc, first);
     Value pos = op.getPos();
+    // Every head at this position shares its pairs' cos and sin.
+    Value cosTable, sinTable;
+    if (builder->ropeTablePerCall())
+      std::tie(cosTable, sinTable) = ropeCosSinTables(b, loc, pos, frequencies);
     Value init = tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{count}, b.getF32Type());
     Value y = buildElementwise(
         b, loc, ValueRange{}, init, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
@@ -301,7 +307,15 @@ struct LowerProjectQKV : OpRewritePattern<ProjectQKVOp> {
               nb, l, raw, ValueRange{arith::AddIOp::create(nb, l, pairStart, constant(1))});
           Value rowPairStart = arith::SubIOp::create(nb, l, row, parity);
           Value d = arith::RemUIOp::create(nb, l, rowPairStart, constant(headDim));
-          Value rotated = rotatePair(nb, l, v0, v1, parity, d, pos, frequencies);
+          Value rotated;
+          if (cosTable) {
+            Value pair = arith::DivUIOp::create(nb, l, d, constant(2));
+            rotated = rotateWith(nb, l, v0, v1, parity,
+                                 tensor::ExtractOp::create(nb, l, cosTable, ValueRange{pair}),
+                                 tensor::ExtractOp::create(nb, l, sinTable, ValueRange{pair}));
+          } else {
+            rotated = rotatePair(nb, l, v0, v1, parity, d, pos, frequencies);
+          }
           Value self = tensor::ExtractOp::create(nb, l, raw, ValueRange{i});
           Value isRotated = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, row,
                                                   constant(queryRows + kvWidth));
