@@ -306,9 +306,8 @@ SmallVector<Value> accumulateBlock(const Int8Tiles &t, OpBuilder &b, Location lo
     x.scale = tensor::ExtractOp::create(b, loc, t.x.scales, ValueRange{token, step});
     // Several tokens' products interleave: one run of vpdpbusd each. A
     // lone token (one sequence in the batch step, a tile's leftover) takes
-    // two, as decode does, so that it does not wait on their latency; the
-    // integer sums, and so the results, are the same.
-    const int64_t runs = tokens.size() == 1 ? 2 : 1;
+    // decode's runs; the integer sums, and so the results, are the same.
+    const int64_t runs = tokens.size() == 1 ? kLoneTokenRuns : 1;
     next.push_back(accumulateGroupStep(b, loc, t.form, t.element, group, x, lanes, runs));
   }
   return next;

@@ -270,10 +270,20 @@ Value finishGroupStep(OpBuilder &b, Location loc, Type element, Value scales, Va
     addScaled(second, ints[1].sums(b, loc));
     return lanes;
   }
-  Value sum = ints[0].sums(b, loc);
-  for (Int8Sums &run : ints.drop_front())
-    sum = arith::AddIOp::create(b, loc, sum, run.sums(b, loc));
-  addScaled(scales, sum);
+  // The runs' sums added as a tree (exact integers: any order gives the
+  // same sum).
+  SmallVector<Value> sums;
+  for (Int8Sums &run : ints)
+    sums.push_back(run.sums(b, loc));
+  while (sums.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < sums.size(); i += 2)
+      next.push_back(arith::AddIOp::create(b, loc, sums[i], sums[i + 1]));
+    if (sums.size() % 2)
+      next.push_back(sums.back());
+    sums = std::move(next);
+  }
+  addScaled(scales, sums.front());
   if (isa<Q4_KType>(element)) {
     // - dmin * min * d_x * sum(q_x).
     Value xSum = arith::AddIOp::create(b, loc, x.halfSums[0], x.halfSums[1]);
@@ -336,8 +346,7 @@ Value int8RowGroupMatVec(OpBuilder &b, Location loc, Int8DotForm form, int64_t l
         storageMemref = toTensor.getBuffer();
   const int64_t perChunk = rowGroupStepsPerChunk(element);
   const int64_t chunks = weightType.getDimSize(1) / kQ8Block / perChunk;
-  // Two runs of vpdpbusd per step (Q6_K: its halves) hide their latency.
-  const int64_t runs = 2;
+  const int64_t runs = kLoneTokenRuns;
   Words w{b, loc, lanes};
   Value flat = flatWeightBytes(b, loc, weight);
   Value zeros = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(w.floats(), 0.0f));

@@ -7,8 +7,9 @@
 // started at -offset x the input block's sum, one FMA into one f32 lane
 // per row (two for Q4_K's minimum and Q6_K's halves), and the group's 16
 // lanes written as 16 outputs. Decode loads a chunk's words together, then takes its
-// products in the order the words lie, in two runs of vpdpbusd per step
-// (its lone token would otherwise wait on each product's latency).
+// products in the order the words lie, in four runs of vpdpbusd per step
+// (its lone token would otherwise wait on each product's latency), their
+// sums added as a tree.
 // RUN: quill-opt %s -split-input-file --quill-cpu-lower-kernels="vector-width=16 int8-dot=true int8-dot-512=true" --quill-lower-to-linalg --canonicalize --cse | FileCheck %s
 
 // Decode: tiles of whole groups (tile [%b, %e] holds multiples of 16).
@@ -23,8 +24,10 @@
 // CHECK-COUNT-8: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
 // CHECK: vector.bitcast %{{.*}} : vector<32xi8> to vector<16xf16>
 // CHECK: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
-// CHECK: arith.addi %{{.*}} : vector<16xi32>
-// CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: %[[RUNS01:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: %[[RUNS23:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: %[[SUM:.*]] = arith.addi %[[RUNS01]], %[[RUNS23]] : vector<16xi32>
+// CHECK: arith.sitofp %[[SUM]] : vector<16xi32> to vector<16xf32>
 // CHECK: vector.fma
 // CHECK-NOT: vector.reduction
 // CHECK: vector.transfer_write %{{.*}} : vector<16xf32>, tensor<?xf32>
