@@ -103,9 +103,8 @@ struct QuillPipelineOptions : mlir::PassPipelineOptions<QuillPipelineOptions> {
       options.attentionChunk = attentionChunk;
     options.emulateCudaKernels = emulateCudaKernels;
     options.prefetchWeights = prefetch;
-    if (prefetchDistance < -1 || (prefetchDistance >= 0 && prefetchDistance % 64 != 0))
-      return Status::error("weight-prefetch-distance must be -1 or a multiple of 64 bytes");
-    if (prefetchDistance >= 0)
+    // -1: unset; any other value is the target's to check (checkOptions).
+    if (prefetchDistance != -1)
       options.rowGroupPrefetchBytes = prefetchDistance;
     options.int8Dot = int8Dot;
     options.int8MatMul = int8MatMul;

@@ -242,21 +242,9 @@ bool fillOptions(const Flags &flags, quill::CompileOptions &options) {
   if (flags.attentionChunk.getNumOccurrences() != 0)
     options.pipeline.attentionChunk = flags.attentionChunk;
   options.pipeline.prefetchWeights = !flags.noPrefetch;
-  if (flags.prefetchDistance.getNumOccurrences() != 0) {
-    if (flags.noPrefetch) {
-      llvm::errs()
-          << "quill-compile: --weight-prefetch-distance and --no-prefetch exclude each other\n";
-      return false;
-    }
-    if (flags.prefetchDistance < 0 || flags.prefetchDistance > (1 << 20) ||
-        flags.prefetchDistance % 64 != 0) {
-      llvm::errs()
-          << "quill-compile: --weight-prefetch-distance must be a multiple of 64 from 0 to "
-             "1048576 bytes\n";
-      return false;
-    }
+  // Checked by the target (checkOptions).
+  if (flags.prefetchDistance.getNumOccurrences() != 0)
     options.pipeline.rowGroupPrefetchBytes = flags.prefetchDistance;
-  }
   options.pipeline.int8Dot = !flags.noInt8Dot;
   options.pipeline.int8MatMul = !flags.noInt8MatMul;
   options.pipeline.rowGroups = !flags.noRowGroups;

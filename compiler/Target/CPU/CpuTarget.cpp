@@ -32,6 +32,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <optional>
+
 namespace quill {
 
 namespace {
@@ -74,6 +76,13 @@ public:
     if (!options.warpReductions && !options.emulateCudaKernels)
       return Status::error("--no-warp-reductions applies to --target=cuda and "
                            "--emulate-cuda-kernels only");
+    if (std::optional<int64_t> distance = options.rowGroupPrefetchBytes) {
+      if (!options.prefetchWeights)
+        return Status::error("--weight-prefetch-distance and --no-prefetch exclude each other");
+      if (*distance < 0 || *distance > (1 << 20) || *distance % 64 != 0)
+        return Status::error("--weight-prefetch-distance must be a multiple of 64 from 0 to "
+                             "1048576 bytes");
+    }
     auto machine = CpuMachine::create({options.cpu}); // An unknown --cpu.
     return machine ? Status::ok() : machine.status();
   }

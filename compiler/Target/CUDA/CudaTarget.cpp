@@ -60,6 +60,8 @@ public:
   Status checkOptions(const PipelineOptions &options) const override {
     if (options.emulateCudaKernels)
       return Status::error("--emulate-cuda-kernels compiles for the CPU; drop --target=cuda");
+    if (options.rowGroupPrefetchBytes)
+      return Status::error("--weight-prefetch-distance applies to --target=cpu only");
     // sm_XY or sm_XYa, as NVPTX names them.
     llvm::StringRef digits = options.gpuArch;
     bool valid = digits.consume_front("sm_");
